@@ -192,8 +192,8 @@ struct kdra_ref {
  * an earlier member of its elastic gang, nobody any more) adds itself as one more consumer, as
  * kube-scheduler's PreBind (bindClaim) does for an allocated claim: the body is a strategic
  * merge patch of resourceclaims/status whose status.reservedFor holds the one entry `who` (the
- * pod, or its PodGroup: struct kdra_ref) (the list merges by its key uid: the others stay), with the
- * claim's metadata.uid (claim_uid, may be NULL) as the precondition that it is the same claim.
+ * pod, or its PodGroup: struct kdra_ref) (the list merges by its key uid: the others stay), with
+ * the claim's metadata.uid (claim_uid, may be NULL) as the precondition that it is the same claim.
  * The allocation, immutable once set, is not written. NULL out of memory. */
 cJSON *kdra_claim_adopt(const char *claim_uid, const struct kdra_ref *who);
 

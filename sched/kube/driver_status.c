@@ -740,8 +740,9 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
     const char *ct = knative_sched_condition(pg->api);
     if (!ct || strmap_get(&d->owed, gang))
         return 0;
-    if (ok) {
-        owe_scheduled(d, gang, pg, message); /* its own retries */
+    if (ok) { /* True once: an elastic gang's later members owe nothing */
+        if (!pg->initially_scheduled)
+            owe_scheduled(d, gang, pg, message); /* its own retries */
         return 0;
     }
     if (pg->initially_scheduled) /* terminal: never False again (its pods beyond minCount, a */

@@ -254,18 +254,18 @@ struct kpg {
     } * conds;
     uint32_t n_conds;
     /* native groups only (sched/kube/native.c) */
-    bool basic;               /* schedulingPolicy basic: no gang, each pod placed alone */
-    bool disrupt_all;         /* disruptionMode all ({all: {}}; v1alpha2 "PodGroup") */
-    bool has_priority;        /* spec.priority given */
-    bool has_preempt_policy;  /* spec.preemptionPolicy given (gate PodGroupPreemptionPolicy): */
-    bool preempt_never;       /* it is Never */
-    int32_t priority;         /* spec.priority */
-    bool initially_scheduled; /* PodGroupInitiallyScheduled (v1alpha2 PodGroupScheduled) True */
-    int64_t generation;       /* metadata.generation (the conditions' observedGeneration) */
-    int64_t sched_generation; /* observedGeneration of the True scheduled condition, 0: none */
-    char *topology_key;       /* schedulingConstraints.topology[0].key, or NULL */
-    char *parent;             /* spec.parentCompositePodGroupName (same namespace), or NULL */
-    uint32_t min_groups;      /* a CompositePodGroup's gang.minGroupCount; 0 when basic */
+    bool basic;                   /* schedulingPolicy basic: no gang, each pod placed alone */
+    bool disrupt_all;             /* disruptionMode all ({all: {}}; v1alpha2 "PodGroup") */
+    bool has_priority;            /* spec.priority given */
+    bool has_preempt_policy;      /* spec.preemptionPolicy given (gate PodGroupPreemptionPolicy): */
+    bool preempt_never;           /* it is Never */
+    int32_t priority;             /* spec.priority */
+    bool initially_scheduled;     /* PodGroupInitiallyScheduled (v1alpha2 PodGroupScheduled) True */
+    int64_t generation;           /* metadata.generation (the conditions' observedGeneration) */
+    int64_t sched_generation;     /* observedGeneration of the True scheduled condition, 0: none */
+    char *topology_key;           /* schedulingConstraints.topology[0].key, or NULL */
+    char *parent;                 /* spec.parentCompositePodGroupName (same namespace), or NULL */
+    uint32_t min_groups;          /* a CompositePodGroup's gang.minGroupCount; 0 when basic */
     char *claims[KPG_MAX_CLAIMS]; /* spec.resourceClaims entries (dra.h kdra_claim_entry; gate
                                      DRAWorkloadResourceClaims, KEP-5729) */
     uint32_t n_claims;

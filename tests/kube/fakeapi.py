@@ -45,6 +45,7 @@ import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+from fakeapi_dra import PG_CLAIMS_GATE
 from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CRD_COLUMNS, GATES_ON, RESOURCES, SERVED_GATED, dumps, fields_match,
     labels_match, log_request, now_time, parse_field_selector, parse_label_selector)
 from fakeapi_admit import (LEASE_KEY, _WARNINGS, check_list_options, check_name, find_kind,
@@ -1016,10 +1017,12 @@ def preload_objects(store, path):
 
 
 def feature_gates(ap, text):
-    """--feature-gates Name=true,...: the gates of served resources (Res.gate) turned on."""
+    """--feature-gates Name=true,...: the gates of served resources (Res.gate) and of fields
+    (DRAWorkloadResourceClaims: a PodGroup's claims, fakeapi_dra.pg_claim_fields) turned on."""
     for kv in (x for x in text.split(",") if x):
         name, _, val = kv.partition("=")
-        if not any(r.gate == name for r in RESOURCES) or val not in ("true", "false"):
+        known = any(r.gate == name for r in RESOURCES) or name == PG_CLAIMS_GATE
+        if not known or val not in ("true", "false"):
             ap.error(f"--feature-gates {kv}: not Name=true|false of a gate this server knows")
         if val == "true":
             GATES_ON.add(name)

@@ -6,6 +6,9 @@ the delete-protection finalizer, claims deleted once their owning pod is gone or
 ClaimController, a mixin of the Store class whose methods run under the store lock; and the
 validation of a ResourceClaim's status.allocation (pkg/apis/resource/validation: driver, pool
 and device names, node selectors).
+KEP-5729 (gate DRAWorkloadResourceClaims): a PodGroup's spec.resourceClaims and
+status.resourceClaimStatuses as the PodGroup strategy keeps and validates them
+(pg_claim_fields), and the controller's claims made for a PodGroup from its templates.
 Must not: import fakeapi_store or fakeapi_admit (the store passes itself as self).
 """
 
@@ -15,6 +18,8 @@ import random
 import re
 import uuid
 from fakeapi_base import BY_KEY, CLAIMS_KEY, CLAIM_FINALIZER, NAME_ALPHABET, dig, invalid, now_time
+
+PG_KEY = ("scheduling.k8s.io", "podgroups")
 
 
 class ClaimController:
@@ -39,6 +44,11 @@ class ClaimController:
             tmpl = self.objects[("resource.k8s.io", "resourceclaimtemplates")].get((ns, t))
             if not t or not tmpl:
                 continue
+            group = self._group_claim(pod, rc)
+            if group is not None:  # the PodGroup's claim: named once made, none for the pod
+                if group:
+                    statuses.append({"name": rc.get("name"), "resourceClaimName": group})
+                continue
             name = "%s-%s-%s" % (pod["metadata"]["name"], rc.get("name"), "".join(
                 random.choice(NAME_ALPHABET) for _ in range(5)))
             claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -60,6 +70,73 @@ class ClaimController:
             new = json.loads(e.raw)
             new.setdefault("status", {})["resourceClaimStatuses"] = statuses
             self._commit(pods, ns, pod["metadata"]["name"], "MODIFIED", new, e.obj)
+
+    # ---- KEP-5729: claims made for a PodGroup (pkg/controller/resourceclaim, 1.36+ with the
+    # DRAWorkloadResourceClaims gate; its unit test TestSyncHandler "create for PodGroup",
+    # "update Pod status with PodGroup claim", "skip create for Pod with PodGroup"): for each
+    # spec.resourceClaims entry of a PodGroup naming a template, one claim
+    # "<podgroup>-<claim>-<5 chars>" owned by the PodGroup, annotated
+    # resource.kubernetes.io/podgroup-claim-name, named in the PodGroup's
+    # status.resourceClaimStatuses; a pod of the group (spec.schedulingGroup.podGroupName)
+    # whose entry equals the PodGroup's gets that claim's name in its own
+    # status.resourceClaimStatuses, and no claim of its own. Caller holds the lock.
+    def _podgroup_claims(self, res, pg, etype):
+        if etype != "ADDED" or not (pg.get("spec") or {}).get("resourceClaims"):
+            return
+        ns, pgname = pg["metadata"].get("namespace"), pg["metadata"]["name"]
+        claims = BY_KEY[CLAIMS_KEY]
+        statuses = []
+        for rc in pg["spec"]["resourceClaims"]:
+            t = rc.get("resourceClaimTemplateName")
+            tmpl = self.objects[("resource.k8s.io", "resourceclaimtemplates")].get((ns, t))
+            if not t or not tmpl:
+                continue  # upstream: an error, retried; here the test makes the template first
+            name = "%s-%s-%s" % (pgname, rc.get("name"), "".join(
+                random.choice(NAME_ALPHABET) for _ in range(5)))
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                                  "creationTimestamp": now_time(),
+                                  "annotations": {"resource.kubernetes.io/podgroup-claim-name":
+                                                  rc.get("name")},
+                                  "ownerReferences": [{"apiVersion": "%s/%s" % (res.group,
+                                                                                res.version),
+                                                       "kind": "PodGroup", "name": pgname,
+                                                       "uid": pg["metadata"].get("uid"),
+                                                       "controller": True,
+                                                       "blockOwnerDeletion": True}]},
+                     "spec": copy.deepcopy((tmpl.obj.get("spec") or {}).get("spec") or {})}
+            self._commit(claims, ns, name, "ADDED", claim, None)
+            statuses.append({"name": rc.get("name"), "resourceClaimName": name})
+        if not statuses:
+            return
+        e = self.objects[res.key].get((ns, pgname))
+        new = json.loads(e.raw)
+        new.setdefault("status", {})["resourceClaimStatuses"] = statuses
+        self._commit(res, ns, pgname, "MODIFIED", new, e.obj)
+        pods = BY_KEY[("", "pods")]  # pods made before it: their status now
+        for (pns, pname), pe in list(self.objects[pods.key].items()):
+            if pns != ns or dig(pe.obj, "spec.schedulingGroup.podGroupName") != pgname:
+                continue
+            add = [{"name": rc.get("name"), "resourceClaimName": self._group_claim(pe.obj, rc)}
+                   for rc in dig(pe.obj, "spec.resourceClaims", []) or []
+                   if self._group_claim(pe.obj, rc)]
+            if add:
+                pnew = json.loads(pe.raw)
+                have = pnew.setdefault("status", {}).setdefault("resourceClaimStatuses", [])
+                have.extend(a for a in add if a["name"] not in {h.get("name") for h in have})
+                self._commit(pods, ns, pname, "MODIFIED", pnew, pe.obj)
+
+    def _group_claim(self, pod, rc):
+        """The name of the claim made for the pod's PodGroup for entry rc (equal to one of
+        the PodGroup's template entries), or None."""
+        pgname = dig(pod, "spec.schedulingGroup.podGroupName")
+        ns = pod["metadata"].get("namespace")
+        e = self.objects[PG_KEY].get((ns, pgname)) if pgname else None
+        if not e or rc not in ((e.obj.get("spec") or {}).get("resourceClaims") or []):
+            return None
+        return next((s.get("resourceClaimName") for s in
+                     (e.obj.get("status") or {}).get("resourceClaimStatuses") or []
+                     if s.get("name") == rc.get("name")), "")
 
     def _claims_in(self, ns):
         return [k for k in self.objects[CLAIMS_KEY] if k[0] == ns]
@@ -100,6 +177,15 @@ class ClaimController:
         rf = st.get("reservedFor") or []
 
         def live(r):
+            if (r.get("apiGroup"), r.get("resource")) == ("scheduling.k8s.io", "podgroups"):
+                # KEP-5729's lifecycle ("when all of the Pods in the PodGroup have been
+                # deleted, then the ResourceClaim is deallocated"): the PodGroup's entry stays
+                # while the PodGroup (same uid) has a pod that is not done
+                ge = self.objects[PG_KEY].get((ns, r.get("name")))
+                return bool(ge) and ge.obj["metadata"].get("uid") == r.get("uid") and any(
+                    pns == ns and dig(pe.obj, "spec.schedulingGroup.podGroupName") ==
+                    r.get("name") and not self._pod_done(pe.obj)
+                    for (pns, _), pe in self.objects[pods.key].items())
             if r.get("resource") != "pods" or r.get("apiGroup"):
                 return True  # other consumers are not judged (upstream: an error, retried)
             pe = self.objects[pods.key].get((ns, r.get("name")))
@@ -141,14 +227,20 @@ class ClaimController:
         if valid:
             return False
         owner = next((o for o in cur["metadata"].get("ownerReferences") or []
-                      if o.get("controller") and o.get("kind") == "Pod"
-                      and o.get("apiVersion") == "v1"), None)
+                      if o.get("controller") and ((o.get("kind"), o.get("apiVersion")) == (
+                          "Pod", "v1") or (o.get("kind") == "PodGroup" and str(
+                              o.get("apiVersion")).startswith("scheduling.k8s.io/")))), None)
         if not owner or cur["metadata"].get("deletionTimestamp"):
             return False
-        pe = self.objects[pods.key].get((ns, owner.get("name")))
-        if pe and pe.obj["metadata"].get("uid") == owner.get("uid") and \
-                not self._pod_done(pe.obj):
-            return False
+        if owner.get("kind") == "PodGroup":  # the garbage collector: gone with its PodGroup
+            ge = self.objects[PG_KEY].get((ns, owner.get("name")))
+            if ge and ge.obj["metadata"].get("uid") == owner.get("uid"):
+                return False
+        else:
+            pe = self.objects[pods.key].get((ns, owner.get("name")))
+            if pe and pe.obj["metadata"].get("uid") == owner.get("uid") and \
+                    not self._pod_done(pe.obj):
+                return False
         new = json.loads(e.raw)  # deleted: at once, or terminating until its finalizer goes
         if new["metadata"].get("finalizers"):
             new["metadata"]["deletionTimestamp"] = now_time()
@@ -305,3 +397,61 @@ def check_allocation(res, name, spec, alloc):
                           "Invalid value: \"<value omitted>\": must be a valid JSON object")
     if alloc.get("nodeSelector") is not None:
         check_node_selector(res, name, alloc["nodeSelector"], "status.allocation.nodeSelector")
+
+
+# ---- KEP-5729: a PodGroup's claim fields in the PodGroup strategy ----------------------------
+# scheduling/v1alpha2 and v1beta1 types.go: PodGroupSpec.resourceClaims (+featureGate=
+# DRAWorkloadResourceClaims, +k8s:listType=map, +k8s:listMapKey=name, +k8s:maxItems=4,
+# +k8s:immutable), PodGroupResourceClaim {name +k8s:required +k8s:format=k8s-short-name;
+# resourceClaimName | resourceClaimTemplateName +k8s:unionMember +k8s:format=k8s-long-name};
+# PodGroupStatus.resourceClaimStatuses (gated, map keyed by name, +k8s:maxItems=4) whose names
+# must match an entry of spec.resourceClaims (validatePodGroupResourceClaimStatuses). Without the
+# gate both are dropped on write unless the old object uses them (the registry's
+# dropDisabledFields, as TestDropPodGroupTemplateResourceClaims has it). Messages in the
+# generic validators' words; not checked against a live server.
+PG_CLAIMS_GATE = "DRAWorkloadResourceClaims"
+
+
+def pg_claim_fields(res, obj, cur, gate_on):
+    """Drops or validates obj's claim fields (cur: the old object, None on create)."""
+    name = obj["metadata"]["name"]
+    for part, field in (("spec", "resourceClaims"), ("status", "resourceClaimStatuses")):
+        sub = obj.get(part)
+        if not isinstance(sub, dict) or field not in sub:
+            continue
+        if not gate_on and not ((cur or {}).get(part) or {}).get(field):
+            del sub[field]
+            continue
+        v = sub[field]
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            raise invalid(res, name, "%s.%s" % (part, field), "Invalid value: not a list")
+        if len(v) > 4:
+            raise invalid(res, name, "%s.%s" % (part, field),
+                          "Too many: %d: must have at most 4 items" % len(v))
+        seen = set()
+        for i, e in enumerate(v):
+            path = "%s.%s[%d]" % (part, field, i)
+            n = e.get("name") if isinstance(e, dict) else None
+            if not n:
+                raise invalid(res, name, path + ".name", "Required value")
+            if not isinstance(n, str) or len(n) > 63 or not DNS_LABEL.match(n):
+                raise invalid(res, name, path + ".name", 'Invalid value: "%s": %s' % (n, LABEL_MSG))
+            if n in seen:
+                raise invalid(res, name, path, 'Duplicate value: {"name":"%s"}' % n)
+            seen.add(n)
+            refs = ("resourceClaimName", "resourceClaimTemplateName") if part == "spec" else \
+                ("resourceClaimName",)
+            given = [k for k in refs if e.get(k) is not None]
+            if part == "spec" and len(given) != 1:
+                raise invalid(res, name, path, "Invalid value: must specify exactly one of: "
+                              "`resourceClaimName`, `resourceClaimTemplateName`")
+            for k in given:
+                if not isinstance(e[k], str) or len(e[k]) > 253 or not DNS_SUBDOMAIN.match(e[k]):
+                    raise invalid(res, name, "%s.%s" % (path, k),
+                                  'Invalid value: "%s": %s' % (e[k], SUBDOMAIN_MSG))
+            if part == "status" and n not in {c.get("name") for c in
+                                              dig(obj, "spec.resourceClaims", []) or []}:
+                raise invalid(res, name, path + ".name", 'Invalid value: "%s": must match the '
+                              'name of an entry in `spec.resourceClaims`' % n)

@@ -20,12 +20,12 @@ import random
 import threading
 import time
 import uuid
-from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CLAIMS_KEY, CRDS, CRD_KEY, DEFAULT_NAMESPACES,
+from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CLAIMS_KEY, CRDS, CRD_KEY, DEFAULT_NAMESPACES, GATES_ON,
     MODIFIED_MSG, NAME_ALPHABET, RESOURCES, conflict, dig, dumps, field_value, fields_match,
     invalid, labels_match, not_found, now_time, parse_field_selector, parse_label_selector,
     selector_object_matches, success_status)
 from fakeapi_patch import json_patch, merge_patch, strategic_merge
-from fakeapi_dra import ClaimController
+from fakeapi_dra import PG_CLAIMS_GATE, ClaimController, pg_claim_fields
 from fakeapi_admit import (CPG_KEY, LEASE_KEY, PC_KEY, PG_FINALIZER, PG_KEY, PODS_KEY,
     SYSTEM_PRIORITY_CLASSES, admit_priority, check_lease, check_list_options, check_name,
     check_podgroup_update, check_priority_class, check_update, field_validation, find_kind,
@@ -299,6 +299,10 @@ class Store(ClaimController):
             self._resourceclaim_controller(obj, etype)
         elif res.key == CLAIMS_KEY and etype != "DELETED":
             self._sync_claim(ns, name)
+        elif res.key == PG_KEY:
+            self._podgroup_claims(res, obj, etype)
+            for (cns, cname) in self._claims_in(ns):  # claims of a PodGroup gone go too
+                self._sync_claim(cns, cname)
         return entry
 
     def _crds_changed(self):
@@ -481,6 +485,8 @@ class Store(ClaimController):
             field_validation(res, body, q, self.stats)
             self._admit_create(res, body)
             prepare_create(res, body)
+            if res.key == PG_KEY:
+                pg_claim_fields(res, body, None, PG_CLAIMS_GATE in GATES_ON)
             if q.get("dryRun"):
                 body["metadata"]["resourceVersion"] = str(self.rv)
                 return dumps(body)
@@ -535,6 +541,8 @@ class Store(ClaimController):
             check_priority_class(res, new, cur, self.objects[PC_KEY])
         elif res.key in (PG_KEY, CPG_KEY) and sub is None:
             check_podgroup_update(res, cur, new)
+        if res.key == PG_KEY:
+            pg_claim_fields(res, new, cur, PG_CLAIMS_GATE in GATES_ON)
         elif res.key == LEASE_KEY:
             check_lease(res, new)
 

@@ -576,6 +576,66 @@ static void condition_patches(void **state)
     cJSON_Delete(o);
 }
 
+/* KEP-5729: a PodGroup's spec.resourceClaims decoded (at most 4, each a name and exactly one
+ * of the two references); a pod's entries equal to one of them are the PodGroup's claims,
+ * reserved under its uid (kdra_who); one that differs in name or reference is the pod's own;
+ * another PodGroup (NULL) clears them. */
+static void podgroup_claims(void **state)
+{
+    (void)state;
+    struct kpg *g = NULL;
+    struct sched_errbuf eb = {{0}};
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"pg\",\"uid\":\"pg-u\"},\"spec\":{"
+                           "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},\"resourceClaims\":["
+                           "{\"name\":\"gpus\",\"resourceClaimTemplateName\":\"four\"},"
+                           "{\"name\":\"net\",\"resourceClaimName\":\"fabric\"}]}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), 0);
+    cJSON_Delete(o);
+    assert_int_equal(g->n_claims, 2);
+    assert_string_equal(g->claims[0], "gpus template four");
+    assert_string_equal(g->claims[1], "net claim fabric");
+    struct kpod *p = NULL;
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"w\",\"namespace\":\"ml\",\"uid\":\"pod-u\"},"
+                    "\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"pg\"},\"resourceClaims\":["
+                    "{\"name\":\"gpus\",\"resourceClaimTemplateName\":\"four\"},"
+                    "{\"name\":\"net\",\"resourceClaimName\":\"other\"},"
+                    "{\"name\":\"own\",\"resourceClaimName\":\"fabric\"}],"
+                    "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"resourceClaimStatuses\":["
+                    "{\"name\":\"gpus\",\"resourceClaimName\":\"pg-gpus-abcde\"}]}}");
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    cJSON_Delete(o);
+    assert_int_equal(p->n_claims, 3);
+    assert_string_equal(p->claims[0], "ml/pg-gpus-abcde");
+    assert_int_equal(kdra_note_group(p, g), 0);
+    assert_int_equal(p->claims_group, 1u); /* only the first matches exactly */
+    assert_string_equal(kdra_who(p, 0), "pg-u");
+    assert_string_equal(kdra_who(p, 1), "pod-u"); /* another claim under the PodGroup's name */
+    assert_string_equal(kdra_who(p, 2), "pod-u"); /* the PodGroup's claim under another name */
+    assert_int_equal(kdra_note_group(p, NULL), 0);
+    assert_int_equal(p->claims_group, 0u);
+    assert_null(p->group_uid);
+    assert_string_equal(kdra_who(p, 0), "pod-u");
+    kobj_pod_free(p);
+    kobj_pg_free(g);
+    const char *bad[] = {
+        "[{\"name\":\"a\",\"resourceClaimName\":\"x\",\"resourceClaimTemplateName\":\"y\"}]",
+        "[{\"resourceClaimName\":\"x\"}]",
+        "[{\"name\":\"a\",\"resourceClaimName\":\"x\"},{\"name\":\"b\",\"resourceClaimName\":"
+        "\"x\"},{\"name\":\"c\",\"resourceClaimName\":\"x\"},{\"name\":\"d\","
+        "\"resourceClaimName\":\"x\"},{\"name\":\"e\",\"resourceClaimName\":\"x\"}]"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[600];
+        snprintf(text, sizeof(text),
+                 "{\"metadata\":{\"name\":\"pg\"},\"spec\":{\"schedulingPolicy\":{\"basic\":{}},"
+                 "\"resourceClaims\":%s}}",
+                 bad[i]);
+        o = cJSON_Parse(text);
+        assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), SCHED_EINVAL);
+        assert_non_null(strstr(eb.msg, "podgroup default/pg: spec.resourceClaims"));
+        cJSON_Delete(o);
+    }
+}
+
 static void malformed_objects_name_the_field(void **state)
 {
     (void)state;
@@ -1060,6 +1120,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(claim_pods_counted_as_they_come_and_go, setup, teardown),
         cmocka_unit_test_setup_teardown(adoption_refusals, setup, teardown),
         cmocka_unit_test(condition_patches),
+        cmocka_unit_test(podgroup_claims),
         cmocka_unit_test(malformed_objects_name_the_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
