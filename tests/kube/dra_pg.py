@@ -13,8 +13,9 @@ reservation. Checked here: a template claim shared by a gang (made once, one ent
 later member joins with no write; a claim named directly by 260 pods (past the 256 pods a
 reservedFor may list, the KEP's goal); a mixed claim (one PodGroup entry and one pod entry); a
 refused Binding rolls the gang back and takes the PodGroup's entry out (PostFilter's
-unreservePodGroupClaims: no pod of the group placed) before the retry binds it; and, on a
-server without the gate, the fields dropped on write as the registry's dropDisabledFields does.
+unreservePodGroupClaims: no pod of the group placed) before the retry binds it; the test API
+server's validation of the fields; and, on a server without the gate, the fields dropped on
+write as the registry's dropDisabledFields does.
 Every wait is bounded.
 """
 
@@ -207,6 +208,32 @@ def rollback(c, s):
                                                              s.text()[-800:]))
 
 
+def validation(c):
+    """The PodGroup strategy's checks of the gated fields (scheduling/v1beta1 tags)."""
+    def refused(claims, what, text):
+        pg = native.podgroup(V, "bad", 1)
+        pg["spec"]["resourceClaims"] = claims
+        code, st, _ = c.post(native.pg_path(V), pg)
+        check("a PodGroup with %s is refused (422 naming the field)" % what,
+              code == 422 and text in st.get("message", ""), (code, st.get("message")))
+    refused([{"name": "c%d" % i, "resourceClaimName": "x"} for i in range(5)], "5 claims",
+            "spec.resourceClaims: Too many: 5: must have at most 4 items")
+    refused([{"name": "a", "resourceClaimName": "x", "resourceClaimTemplateName": "y"}],
+            "both references", "spec.resourceClaims[0]: Invalid value: must specify exactly one")
+    refused([{"name": "A", "resourceClaimName": "x"}], "a name that is no DNS label",
+            "spec.resourceClaims[0].name: Invalid value")
+    group(c, "val", 1, [{"name": "a", "resourceClaimName": "x"}])
+    code, st, _ = c.patch(native.pg_path(V, "val") + "/status",
+                          {"status": {"resourceClaimStatuses": [{"name": "b"}]}}, native.MERGE)
+    check("a status entry whose name is none of the spec's is refused", code == 422 and
+          "must match the name of an entry in `spec.resourceClaims`" in st.get("message", ""),
+          (code, st.get("message")))
+    code, st, _ = c.patch(native.pg_path(V, "val"), {"spec": {"resourceClaims": []}},
+                          native.MERGE)
+    check("spec.resourceClaims is immutable", code == 422 and "immutable" in
+          st.get("message", ""), (code, st.get("message")))
+
+
 def gate_off():
     """Without the gate a real server drops the fields on write (dropDisabledFields)."""
     e2e.TMP = os.path.join(e2e.TMP_ROOT, "dra-pg-off")
@@ -231,6 +258,7 @@ def main():
     mixed_claim(c, s)
     rollback(c, s)
     wide_claim(c, s)
+    validation(c)
     s.stop()
     gate_off()
     e2e.finish()
