@@ -348,6 +348,12 @@ const char *kcache_cd_channel(const struct kcache *c, const char *node, const ch
     return kcd_channel(kclaims_cd(c->dra), node, driver, pool);
 }
 
+bool kcache_claim_subs(const struct kcache *c, const struct kclaim *x, const char *node,
+                       uint8_t *sub)
+{
+    return kclaims_subs(c->dra, x, node, sub);
+}
+
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
                               const char **driver, const char **pool)
 {

@@ -129,6 +129,9 @@ const struct kdra_class *kcache_ext_class(const struct kcache *c, const struct k
 const struct kclaim *kcache_ext_of(const struct kcache *c, const char *uid);
 /* kclaims_adopted of the cache's claims (sched/kube/claims.h). 0 or SCHED_ENOMEM. */
 int kcache_claim_adopted(struct kcache *c, const char *key, const char *uid);
+/* kclaims_subs of the cache's claims: the firstAvailable subrequests claim x takes on node. */
+bool kcache_claim_subs(const struct kcache *c, const struct kclaim *x, const char *node,
+                       uint8_t *sub);
 /* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
                               const char **driver, const char **pool);

@@ -171,25 +171,34 @@ static void *ext_forget(struct kclaims *c, struct kclaim *x)
  * accelerator's, or NULL: the class does not exist (yet: kube-scheduler's "device class ... does
  * not exist"), cannot be evaluated, or selects none of the accelerator's whole devices (the
  * answer kept per slice generation: a scan of every device happens once per change). */
+/* alt: a firstAvailable alternative, which may select no device (another is taken) */
+static const char *one_class_why(const struct kclaims *c, const char *cls, const char *key,
+                                 bool alt, struct arena *a)
+{
+    struct kdra_class *k = strmap_get(&c->classes, cls);
+    if (!k)
+        return arena_printf(a, "deviceclass %s of resourceclaim %s does not exist (yet)", cls, key);
+    if (k->unsupported)
+        return arena_printf(a, "resourceclaim %s: %s", key, k->unsupported);
+    if (!alt && !class_any(c, k, NULL))
+        return arena_printf(a,
+                            "resourceclaim %s: deviceclass %s selects none of the "
+                            "accelerator's whole devices (driver %s), the only devices "
+                            "gangsched allocates",
+                            key, cls, device_dra()->driver ? device_dra()->driver : "none");
+    return NULL;
+}
+
 static const char *class_why(const struct kclaims *c, const struct kclaim *x, const char *key,
                              struct arena *a)
 {
     for (uint32_t r = 0; r < x->n_reqs; r++) {
-        const char *cls = x->reqs[r].cls;
-        if (!cls)
-            continue;
-        struct kdra_class *k = strmap_get(&c->classes, cls);
-        if (!k)
-            return arena_printf(a, "deviceclass %s of resourceclaim %s does not exist (yet)", cls,
-                                key);
-        if (k->unsupported)
-            return arena_printf(a, "resourceclaim %s: %s", key, k->unsupported);
-        if (!class_any(c, k, NULL))
-            return arena_printf(a,
-                                "resourceclaim %s: deviceclass %s selects none of the "
-                                "accelerator's whole devices (driver %s), the only devices "
-                                "gangsched allocates",
-                                key, cls, device_dra()->driver ? device_dra()->driver : "none");
+        const struct kclaim_req *q = &x->reqs[r];
+        const char *why = q->cls ? one_class_why(c, q->cls, key, false, a) : NULL;
+        for (uint32_t s = 0; !why && s < q->n_subs; s++) /* firstAvailable: every class */
+            why = q->subs[s].cls ? one_class_why(c, q->subs[s].cls, key, true, a) : NULL;
+        if (why)
+            return why;
     }
     return NULL;
 }
@@ -731,6 +740,15 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
     }
     *mask = m;
     return n > 0 && n == p->req.v[RES_GPU];
+}
+
+bool kclaims_subs(const struct kclaims *c, const struct kclaim *x, const char *node, uint8_t *sub)
+{
+    const struct cel_device *devs[NODE_MAX_GPUS];
+    uint32_t n = 0;
+    while (n < NODE_MAX_GPUS && dra_inv_device(c->dra, node, n, NULL, NULL, &devs[n]) && devs[n])
+        n++;
+    return kdra_claim_subs(x, &c->classes, devs, n, sub);
 }
 
 /* ---- devices held by allocated claims ----------------------------------------------------- */

@@ -110,6 +110,10 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
  * a pod that adopted it), and of its KEP-5004 claim (p->ext_claim); false when they do not account
  * for all its GPUs. */
 bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *node, uint32_t *mask);
+/* For claim x with firstAvailable requests: the subrequest each takes on node, whose GPU devices
+ * the node filter judged whole (kdra_claim_subs), into sub[KDRA_MAX_REQS]; false when one has
+ * none there. */
+bool kclaims_subs(const struct kclaims *c, const struct kclaim *x, const char *node, uint8_t *sub);
 
 /* Every allocated claim's devices are in use on its node, whoever reserves it (nobody, pods not
  * seen yet, pods of another scheduler) and while it is being deleted, until its allocation is

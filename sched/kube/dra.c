@@ -26,6 +26,15 @@ void kdra_claim_free(struct kclaim *c)
             cel_free(c->reqs[i].sel[k]);
         free(c->reqs[i].sel);
         free(c->reqs[i].cls);
+        for (uint32_t k = 0; k < c->reqs[i].n_subs; k++) {
+            struct kclaim_sub *x = &c->reqs[i].subs[k];
+            for (uint32_t j = 0; j < x->n_sel; j++)
+                cel_free(x->sel[j]);
+            free(x->sel);
+            free(x->name);
+            free(x->cls);
+        }
+        free(c->reqs[i].subs);
     }
     for (uint32_t i = 0; i < c->n_reserved; i++)
         free(c->reserved[i]);
@@ -92,6 +101,65 @@ static int compile_sels(const cJSON *sels, const char *field, struct cel_prog **
     return 0;
 }
 
+/* A request's firstAvailable[] (DRAPrioritizedList): at most 8 subrequests, each a name, a
+ * DeviceClass of the accelerator's whole devices, ExactCount of one count for all (placement
+ * counts a claim's GPUs before it knows the node), selectors in the CEL subset; into q->subs.
+ * Anything else refuses the claim naming the field (*ok false). 0 or SCHED_ENOMEM. */
+static int decode_subs(struct kclaim *c, struct kclaim_req *q, const cJSON *fa, const char *field,
+                       const char *gpu_class, bool *ok)
+{
+    int n = cJSON_GetArraySize(fa);
+    char f[160];
+    snprintf(f, sizeof(f), "%s.firstAvailable", field);
+    if (!cJSON_IsArray(fa) || n < 1 || n > 8) {
+        *ok = refuse(c, f, "1 to 8 subrequests");
+        return 0;
+    }
+    if (!(q->subs = calloc((size_t)n, sizeof(*q->subs))))
+        return SCHED_ENOMEM;
+    for (int i = 0; i < n && *ok; i++) {
+        const cJSON *x = cJSON_GetArrayItem(fa, i), *cnt = get(x, "count");
+        const char *sn = cJSON_GetStringValue(get(x, "name"));
+        const char *cls = cJSON_GetStringValue(get(x, "deviceClassName"));
+        const char *mode = cJSON_GetStringValue(get(x, "allocationMode"));
+        snprintf(f, sizeof(f), "%s.firstAvailable[%d]", field, i);
+        uint32_t k = cnt && cJSON_IsNumber(cnt) ? (uint32_t)cnt->valuedouble : 1;
+        if (!sn || !*sn || strchr(sn, '/'))
+            *ok = refuse(c, f, "name missing or not a DNS label");
+        else if (!cls || !*cls || kcd_class(cls))
+            *ok = refuse(c, f, "deviceClassName: missing, or a ComputeDomain class");
+        else if (!gpu_class)
+            *ok = refuse(c, f, "the accelerator has no DeviceClass (the config's device.dra)");
+        else if (mode && strcmp(mode, "ExactCount") != 0)
+            *ok = refuse(c, f, "allocationMode: only ExactCount is allocated by gangsched");
+        else if (cnt && (!cJSON_IsNumber(cnt) || cnt->valuedouble < 1 || cnt->valuedouble > 32))
+            *ok = refuse(c, f, "count: not an integer in 1..32");
+        else if (i > 0 && k != q->count) {
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "count: %u where the first subrequest asks %u (gangsched allocates "
+                     "alternatives of one count)",
+                     k, q->count);
+            *ok = refuse(c, f, why);
+        }
+        if (!*ok)
+            break;
+        struct kclaim_sub *sub = &q->subs[q->n_subs++];
+        q->count = k;
+        if (!(sub->name = strdup(sn)) || (strcmp(cls, gpu_class) != 0 && !(sub->cls = strdup(cls))))
+            return SCHED_ENOMEM;
+        char sf[200], bad[300], sp[200];
+        snprintf(sp, sizeof(sp), "%s.selectors", f);
+        if (compile_sels(get(x, "selectors"), sp, &sub->sel, &sub->n_sel, sf, sizeof(sf), bad,
+                         sizeof(bad)) != 0)
+            return SCHED_ENOMEM;
+        if (*bad)
+            *ok = refuse(c, sf, bad);
+    }
+    c->gpus += *ok ? q->count : 0;
+    return 0;
+}
+
 static int decode_requests(struct kclaim *c, const cJSON *devices, const char *gpu_class)
 {
     const cJSON *reqs = get(devices, "requests");
@@ -112,10 +180,18 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         struct kclaim_req *q = &c->reqs[c->n_reqs++];
         if (!(q->name = strdup(rn)))
             return SCHED_ENOMEM;
-        if (get(r, "firstAvailable") || !ex) {
-            ok = refuse(c, field,
-                        "only `exactly` requests are allocated by gangsched "
-                        "(firstAvailable is not)");
+        if (get(r, "firstAvailable") && ex) {
+            ok = refuse(c, field, "exactly one of `exactly` and `firstAvailable`");
+            continue;
+        }
+        if (get(r, "firstAvailable")) {
+            int rc = decode_subs(c, q, get(r, "firstAvailable"), field, gpu_class, &ok);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (!ex) {
+            ok = refuse(c, field, "exactly one of `exactly` and `firstAvailable`");
             continue;
         }
         const char *cls = cJSON_GetStringValue(get(ex, "deviceClassName"));
@@ -302,7 +378,7 @@ bool kdra_claim_has_selectors(const struct kclaim *c)
     if (c->all)
         return true; /* the node filter keeps whole nodes of the size asked */
     for (uint32_t r = 0; r < c->n_reqs; r++)
-        if (c->reqs[r].n_sel || c->reqs[r].cls)
+        if (c->reqs[r].n_sel || c->reqs[r].cls || c->reqs[r].n_subs)
             return true;
     return c->n_cons > 0;
 }
@@ -393,11 +469,49 @@ static bool same_value(const struct cel_attr *x, const struct cel_attr *y)
     return x->type == CEL_BOOL ? x->b == y->b : x->i == y->i;
 }
 
+/* Whether class cls (NULL: the accelerator's) and selectors sel[n_sel] accept every device of
+ * devs[n]. */
+static bool alt_accepts(const char *cls, struct cel_prog *const *sel, uint32_t n_sel,
+                        const struct strmap *classes, const struct cel_device *const *devs,
+                        uint32_t n)
+{
+    const struct kdra_class *k = cls && classes ? strmap_get(classes, cls) : NULL;
+    for (uint32_t i = 0; i < n; i++)
+        if ((cls && !kdra_class_matches(k, devs[i])) || !all_accept(sel, n_sel, devs[i]))
+            return false;
+    return true;
+}
+
+/* The alternative of request q that accepts every device of devs[n]: 0 for a request without
+ * firstAvailable, else the first subrequest's index; -1 none. */
+static int req_alt(const struct kclaim_req *q, const struct strmap *classes,
+                   const struct cel_device *const *devs, uint32_t n)
+{
+    if (!q->n_subs)
+        return alt_accepts(q->cls, q->sel, q->n_sel, classes, devs, n) ? 0 : -1;
+    for (uint32_t s = 0; s < q->n_subs; s++)
+        if (alt_accepts(q->subs[s].cls, q->subs[s].sel, q->subs[s].n_sel, classes, devs, n))
+            return (int)s;
+    return -1;
+}
+
+bool kdra_claim_subs(const struct kclaim *c, const struct strmap *classes,
+                     const struct cel_device *const *devs, uint32_t n, uint8_t *sub)
+{
+    for (uint32_t r = 0; r < c->n_reqs; r++) {
+        int a = req_alt(&c->reqs[r], classes, devs, n);
+        if (a < 0 || r >= KDRA_MAX_REQS)
+            return false;
+        sub[r] = (uint8_t)a;
+    }
+    return true;
+}
+
 bool kdra_claim_node_ok(const struct kclaim *c, const struct strmap *classes,
                         const struct cel_device *const *devs, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (!kdra_claim_matches(c, classes, devs[i]))
+    for (uint32_t r = 0; r < c->n_reqs; r++)
+        if (req_alt(&c->reqs[r], classes, devs, n) < 0)
             return false;
     for (uint32_t k = 0; k < c->n_cons; k++)
         for (uint32_t i = 0; i < n; i++) {
@@ -416,13 +530,9 @@ bool kdra_claim_node_ok(const struct kclaim *c, const struct strmap *classes,
 bool kdra_claim_matches(const struct kclaim *c, const struct strmap *classes,
                         const struct cel_device *d)
 {
-    for (uint32_t r = 0; r < c->n_reqs; r++) {
-        const struct kclaim_req *q = &c->reqs[r];
-        if (q->cls && !kdra_class_matches(classes ? strmap_get(classes, q->cls) : NULL, d))
+    for (uint32_t r = 0; r < c->n_reqs; r++)
+        if (req_alt(&c->reqs[r], classes, &d, 1) < 0)
             return false;
-        if (!all_accept(q->sel, q->n_sel, d))
-            return false;
-    }
     return true;
 }
 
@@ -543,6 +653,15 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
                              const char *const *drivers, const char *const *pools,
                              uint32_t n_devices, const struct kdra_ref *who, uint32_t n_who)
 {
+    return kdra_claim_allocation_subs(c, NULL, node, devices, drivers, pools, n_devices, who,
+                                      n_who);
+}
+
+cJSON *kdra_claim_allocation_subs(const struct kclaim *c, const uint8_t *sub, const char *node,
+                                  const char *const *devices, const char *const *drivers,
+                                  const char *const *pools, uint32_t n_devices,
+                                  const struct kdra_ref *who, uint32_t n_who)
+{
     cJSON *body = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(body, "status");
     cJSON *alloc = cJSON_AddObjectToObject(st, "allocation");
@@ -550,8 +669,14 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
     uint32_t k = 0;
     for (uint32_t r = 0; r < c->n_reqs; r++)
         for (uint32_t i = 0; (c->reqs[r].all || i < c->reqs[r].count) && k < n_devices; i++, k++) {
+            const struct kclaim_req *q = &c->reqs[r];
+            char rn[200]; /* a subrequest's result: "<request>/<subrequest>" */
+            snprintf(rn, sizeof(rn), "%s%s%s", q->name, q->n_subs ? "/" : "",
+                     q->n_subs
+                         ? q->subs[sub && r < KDRA_MAX_REQS && sub[r] < q->n_subs ? sub[r] : 0].name
+                         : "");
             cJSON *x = cJSON_CreateObject();
-            cJSON_AddStringToObject(x, "request", c->reqs[r].name);
+            cJSON_AddStringToObject(x, "request", rn);
             cJSON_AddStringToObject(x, "driver", drivers[k]);
             cJSON_AddStringToObject(x, "pool", pools[k]);
             cJSON_AddStringToObject(x, "device", devices[k]);

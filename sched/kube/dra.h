@@ -34,6 +34,16 @@ struct kclaim_req {
     bool channel; /* an IMEX channel of a ComputeDomain (sched/kube/computedomain.h) */
     char *cls;    /* its DeviceClass when not the accelerator's: whole accelerator devices that
                      pass that class's selectors too (struct kdra_class), else NULL */
+    /* firstAvailable (DRAPrioritizedList, beta and on by default since 1.34): the alternatives
+     * in order, each ExactCount of the same count (count above; sel and cls unused); the first
+     * whose class and selectors accept the node's devices is allocated, its result's request
+     * "<request>/<subrequest>" (kdra_claim_sub) */
+    struct kclaim_sub {
+        char *name, *cls;
+        struct cel_prog **sel;
+        uint32_t n_sel;
+    } * subs;
+    uint32_t n_subs;
 };
 
 struct kclaim {
@@ -209,6 +219,17 @@ cJSON *kdra_claim_adopt(const char *claim_uid, const struct kdra_ref *who);
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,
                              uint32_t n_devices, const struct kdra_ref *who, uint32_t n_who);
+/* A claim with firstAvailable requests: the subrequest each request takes on a node whose
+ * devices are devs[n] (kdra_claim_sub), into sub[request] (KDRA_MAX_REQS entries), for
+ * kdra_claim_allocation to name "<request>/<subrequest>"; false when a request has none. */
+#define KDRA_MAX_REQS 32
+bool kdra_claim_subs(const struct kclaim *c, const struct strmap *classes,
+                     const struct cel_device *const *devs, uint32_t n, uint8_t *sub);
+/* kdra_claim_allocation with the subrequests sub[] (NULL: a claim without firstAvailable). */
+cJSON *kdra_claim_allocation_subs(const struct kclaim *c, const uint8_t *sub, const char *node,
+                                  const char *const *devices, const char *const *drivers,
+                                  const char *const *pools, uint32_t n_devices,
+                                  const struct kdra_ref *who, uint32_t n_who);
 
 /* The write that protects a claim before its allocation is written (kube-scheduler's bindClaim
  * adds KDRA_FINALIZER with an Update of the claim): a strategic merge patch of the claim

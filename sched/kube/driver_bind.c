@@ -609,6 +609,16 @@ static struct kdra_ref claim_ref(const struct kpod *p, uint32_t i)
     return (struct kdra_ref){.name = slash ? slash + 1 : p->group, .uid = who, .group = true};
 }
 
+/* The firstAvailable subrequests claim cl takes on node into sub (kclaims_subs); true for a
+ * claim without such requests. */
+static bool claim_subs(struct kdrv *d, const struct kclaim *cl, const char *node, uint8_t *sub)
+{
+    for (uint32_t r = 0; r < cl->n_reqs; r++)
+        if (cl->reqs[r].n_subs)
+            return kcache_claim_subs(d->cache, cl, node, sub);
+    return true;
+}
+
 /* The consumers of claim `key` among the gang's pods (*users; the reservedFor entries of them
  * into who[], each once: the returned count, at most KDRA_MAX_CONSUMERS) and the bind of the
  * first by key, which holds its devices (claims.h). */
@@ -700,6 +710,7 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         uint32_t users;
         uint32_t n_who = gang_consumers(d, b->gb, p->claims[i], who, &users, &h);
         struct kdra_ref me = claim_ref(p, i);
+        uint8_t sub[KDRA_MAX_REQS] = {0};
         cJSON *body = NULL;
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
@@ -721,16 +732,18 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         } else if (cl && cl->channels) {
             if ((ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL)
                 body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, &me, 1);
+        } else if (cl && !claim_subs(d, cl, b->node, sub)) {
+            fail = "no firstAvailable subrequest of the claim suits the node";
         } else if (cl && users > 1) { /* shared: the holder's devices, every consumer reserved */
             const char *hd[32], *hdrv[32], *hp[32];
             uint32_t hn = 0;
             if (strcmp(h->node, b->node) == 0 &&
                 kdrv_mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
-                body = kdra_claim_allocation(cl, b->node, hd, hdrv, hp, hn, who, n_who);
+                body = kdra_claim_allocation_subs(cl, sub, b->node, hd, hdrv, hp, hn, who, n_who);
         } else if (cl) {
             uint32_t take = cl->all ? n - at : (uint32_t)cl->gpus; /* All: the rest */
-            body = at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
-                                                          pool + at, take, &me, 1)
+            body = at + take <= n ? kdra_claim_allocation_subs(cl, sub, b->node, dev + at, drv + at,
+                                                               pool + at, take, &me, 1)
                                   : NULL;
             at += take;
         }

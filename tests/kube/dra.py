@@ -268,6 +268,41 @@ def allocation_mode_all(c, s):
           wait_for(all_done, 30), s.text()[-800:])
 
 
+def first_available(c, s):
+    """firstAvailable (DRAPrioritizedList, on by default since 1.34): an Ampere alternative
+    first, a Hopper one second, 2 devices each: the pod is bound and its claim's results name
+    the Hopper subrequest ("gpus/hopper"); a claim whose alternatives ask different counts waits
+    with InvalidSpec naming the field."""
+    for p in e2e.bound(c, "all"):
+        c.delete(NS + "/" + p["metadata"]["name"])
+    def alt(name, arch, count):
+        return {"name": name, "deviceClassName": "gpu.nvidia.com", "count": count, "selectors": [
+            {"cel": {"expression": "device.attributes['gpu.nvidia.com'].architecture == '%s'"
+                     % arch}}]}
+    for name, alts in (("pick", [alt("ampere", "Ampere", 2), alt("hopper", "Hopper", 2)]),
+                       ("uneven", [alt("ampere", "Ampere", 4), alt("hopper", "Hopper", 2)])):
+        c.post(RES + "/namespaces/default/resourceclaims",
+               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "gpus", "firstAvailable": alts}]}}})
+        p = e2e.pod(name + "-0", None, 0)
+        p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": name}]
+        c.post(NS, p)
+
+    def picked():
+        st = c.get(RES + "/namespaces/default/resourceclaims/pick")[1].get("status") or {}
+        res = (st.get("allocation") or {}).get("devices", {}).get("results", [])
+        return e2e.bound(c, "pick") and [r["request"] for r in res] == ["gpus/hopper"] * 2
+    check("a claim whose first alternative (Ampere) no node has is allocated its second "
+          "(Hopper): results name the subrequest gpus/hopper", wait_for(picked, 30),
+          s.text()[-800:])
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "uneven-0") if e["reason"] ==
+                           "InvalidSpec"], 20)
+    check("alternatives of different counts wait with InvalidSpec naming the field",
+          ok and "firstAvailable[1]: count: 2 where the first subrequest asks 4" in
+          ok[0].get("note", ""), str(ok)[:400])
+
+
 def main():
     """The scenario's phases in order on one cluster."""
     c, s = dra_cluster()
@@ -278,6 +313,7 @@ def main():
     direct_claim(c, s)
     cel_selectors(c, s)
     allocation_mode_all(c, s)
+    first_available(c, s)
     e2e.finish()
 
 

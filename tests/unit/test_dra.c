@@ -216,6 +216,91 @@ static void claims(void **state)
     }
 }
 
+/* A claim of the given spec.devices (JSON). */
+static struct kclaim *claim_devices(const char *devices)
+{
+    char buf[2000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{\"devices\":%s}}",
+             devices);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    struct kclaim *c = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
+    cJSON_Delete(o);
+    return c;
+}
+
+/* firstAvailable (DRAPrioritizedList): alternatives of one count; a node suits when one of them
+ * accepts its devices, the first that does is written "<request>/<subrequest>"; alternatives of
+ * different counts, or not ExactCount, are refused naming the field. */
+static void first_available(void **state)
+{
+    (void)state;
+    struct kclaim *c = claim_devices(
+        "{\"requests\":[{\"name\":\"gpus\",\"firstAvailable\":["
+        "{\"name\":\"a100\",\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2,\"selectors\":["
+        "{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].productName == 'A100'\"}}"
+        "]},{\"name\":\"h100\",\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2,\"selectors\":["
+        "{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].productName == 'H100'\"}}"
+        "]}]}]}");
+    assert_null(c->unsupported);
+    assert_int_equal(c->gpus, 2);
+    assert_int_equal(c->reqs[0].n_subs, 2);
+    assert_true(kdra_claim_has_selectors(c));
+    struct cel_attr h100 = {.domain = "", .name = "productName", .type = CEL_STR, .s = "H100"};
+    struct cel_attr a100 = {.domain = "", .name = "productName", .type = CEL_STR, .s = "A100"};
+    struct cel_attr l4 = {.domain = "", .name = "productName", .type = CEL_STR, .s = "L4"};
+    struct cel_device dh = {.driver = "gpu.nvidia.com", .attrs = &h100, .n_attrs = 1};
+    struct cel_device da = {.driver = "gpu.nvidia.com", .attrs = &a100, .n_attrs = 1};
+    struct cel_device dl = {.driver = "gpu.nvidia.com", .attrs = &l4, .n_attrs = 1};
+    const struct cel_device *hs[] = {&dh, &dh}, *as[] = {&da, &da}, *mixed[] = {&da, &dh},
+                            *ls[] = {&dl, &dl};
+    uint8_t sub[KDRA_MAX_REQS] = {9};
+    assert_true(kdra_claim_node_ok(c, NULL, hs, 2));
+    assert_true(kdra_claim_subs(c, NULL, hs, 2, sub));
+    assert_int_equal(sub[0], 1);
+    assert_true(kdra_claim_subs(c, NULL, as, 2, sub));
+    assert_int_equal(sub[0], 0);
+    assert_false(kdra_claim_node_ok(c, NULL, ls, 2));
+    assert_false(kdra_claim_node_ok(c, NULL, mixed, 2)); /* no one alternative takes them all */
+    assert_false(kdra_claim_subs(c, NULL, ls, 2, sub));
+    const char *dev[] = {"gpu-0", "gpu-1"}, *drv[] = {"gpu.nvidia.com", "gpu.nvidia.com"},
+               *pool[] = {"n1", "n1"};
+    struct kdra_ref who = {.name = "p", .uid = "u"};
+    sub[0] = 1;
+    cJSON *b = kdra_claim_allocation_subs(c, sub, "n1", dev, drv, pool, 2, &who, 1);
+    const cJSON *res = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "allocation"),
+                            "devices"),
+        "results");
+    assert_int_equal(cJSON_GetArraySize(res), 2);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 1), "request")->valuestring,
+                        "gpus/h100");
+    cJSON_Delete(b);
+    kdra_claim_free(c);
+    const char *bad[][2] = {
+        {"{\"requests\":[{\"name\":\"gpus\",\"firstAvailable\":[{\"name\":\"a\","
+         "\"deviceClassName\":"
+         "\"gpu.nvidia.com\",\"count\":2},{\"name\":\"b\",\"deviceClassName\":\"gpu.nvidia.com\","
+         "\"count\":4}]}]}",
+         "firstAvailable[1]: count: 4 where the first subrequest asks 2"},
+        {"{\"requests\":[{\"name\":\"gpus\",\"firstAvailable\":[{\"name\":\"a\","
+         "\"deviceClassName\":"
+         "\"gpu.nvidia.com\",\"allocationMode\":\"All\"}]}]}",
+         "firstAvailable[0]: allocationMode: only ExactCount"},
+        {"{\"requests\":[{\"name\":\"gpus\",\"firstAvailable\":[]}]}", "1 to 8 subrequests"},
+        {"{\"requests\":[{\"name\":\"gpus\"}]}", "exactly one of `exactly` and `firstAvailable`"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        c = claim_devices(bad[i][0]);
+        assert_non_null(c->unsupported);
+        assert_non_null(strstr(c->unsupported, bad[i][1]));
+        kdra_claim_free(c);
+    }
+}
+
 /* A DeviceClass of one CEL selector. */
 static struct kdra_class *device_class(const char *name, const char *expr)
 {
@@ -560,6 +645,7 @@ int main(void)
         cmocka_unit_test(inventory_rules),
         cmocka_unit_test(malformed_slices),
         cmocka_unit_test(claims),
+        cmocka_unit_test(first_available),
         cmocka_unit_test(other_vendors),
         cmocka_unit_test(device_classes),
         cmocka_unit_test(partitions_as_islands),
