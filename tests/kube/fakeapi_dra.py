@@ -38,7 +38,6 @@ class ClaimController:
                 self._sync_claim(cns, cname)
             return
         statuses = []
-        claims = BY_KEY[CLAIMS_KEY]
         for rc in (pod.get("spec") or {}).get("resourceClaims") or []:
             t = rc.get("resourceClaimTemplateName")
             tmpl = self.objects[("resource.k8s.io", "resourceclaimtemplates")].get((ns, t))
@@ -49,20 +48,9 @@ class ClaimController:
                 if group:
                     statuses.append({"name": rc.get("name"), "resourceClaimName": group})
                 continue
-            name = "%s-%s-%s" % (pod["metadata"]["name"], rc.get("name"), "".join(
-                random.choice(NAME_ALPHABET) for _ in range(5)))
-            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                     "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
-                                  "creationTimestamp": now_time(),
-                                  "annotations": {"resource.kubernetes.io/pod-claim-name":
-                                                  rc.get("name")},
-                                  "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
-                                                       "name": pod["metadata"]["name"],
-                                                       "uid": pod["metadata"].get("uid"),
-                                                       "controller": True,
-                                                       "blockOwnerDeletion": True}]},
-                     "spec": copy.deepcopy((tmpl.obj.get("spec") or {}).get("spec") or {})}
-            self._commit(claims, ns, name, "ADDED", claim, None)
+            name = self._template_claim(ns, rc, tmpl, "pod", {
+                "apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                "uid": pod["metadata"].get("uid")})
             statuses.append({"name": rc.get("name"), "resourceClaimName": name})
         if statuses:
             pods = BY_KEY[("", "pods")]
@@ -91,21 +79,9 @@ class ClaimController:
             tmpl = self.objects[("resource.k8s.io", "resourceclaimtemplates")].get((ns, t))
             if not t or not tmpl:
                 continue  # upstream: an error, retried; here the test makes the template first
-            name = "%s-%s-%s" % (pgname, rc.get("name"), "".join(
-                random.choice(NAME_ALPHABET) for _ in range(5)))
-            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                     "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
-                                  "creationTimestamp": now_time(),
-                                  "annotations": {"resource.kubernetes.io/podgroup-claim-name":
-                                                  rc.get("name")},
-                                  "ownerReferences": [{"apiVersion": "%s/%s" % (res.group,
-                                                                                res.version),
-                                                       "kind": "PodGroup", "name": pgname,
-                                                       "uid": pg["metadata"].get("uid"),
-                                                       "controller": True,
-                                                       "blockOwnerDeletion": True}]},
-                     "spec": copy.deepcopy((tmpl.obj.get("spec") or {}).get("spec") or {})}
-            self._commit(claims, ns, name, "ADDED", claim, None)
+            name = self._template_claim(ns, rc, tmpl, "podgroup", {
+                "apiVersion": "%s/%s" % (res.group, res.version), "kind": "PodGroup",
+                "name": pgname, "uid": pg["metadata"].get("uid")})
             statuses.append({"name": rc.get("name"), "resourceClaimName": name})
         if not statuses:
             return
@@ -137,6 +113,23 @@ class ClaimController:
         return next((s.get("resourceClaimName") for s in
                      (e.obj.get("status") or {}).get("resourceClaimStatuses") or []
                      if s.get("name") == rc.get("name")), "")
+
+    def _template_claim(self, ns, rc, tmpl, kind, owner):
+        """The claim made from template entry tmpl for spec.resourceClaims entry rc of its
+        owner (a pod or a PodGroup): "<owner>-<claim>-<5 chars>", annotated
+        resource.kubernetes.io/<kind>-claim-name, the owner its controller. Its name."""
+        name = "%s-%s-%s" % (owner["name"], rc.get("name"), "".join(
+            random.choice(NAME_ALPHABET) for _ in range(5)))
+        owner = dict(owner, controller=True, blockOwnerDeletion=True)
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                              "creationTimestamp": now_time(),
+                              "annotations": {"resource.kubernetes.io/%s-claim-name" % kind:
+                                              rc.get("name")},
+                              "ownerReferences": [owner]},
+                 "spec": copy.deepcopy((tmpl.obj.get("spec") or {}).get("spec") or {})}
+        self._commit(BY_KEY[CLAIMS_KEY], ns, name, "ADDED", claim, None)
+        return name
 
     def _claims_in(self, ns):
         return [k for k in self.objects[CLAIMS_KEY] if k[0] == ns]

@@ -130,13 +130,13 @@ static void malformed_slices(void **state)
     dra_inv_free(inv);
 }
 
-static struct kclaim *claim(const char *exactly, const char *more)
+/* A claim of the given spec.devices (JSON). */
+static struct kclaim *claim_devices(const char *devices)
 {
     char buf[2000];
     snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{\"devices\":{"
-             "\"requests\":[{\"name\":\"gpus\",\"exactly\":%s}]%s}}}",
-             exactly, more);
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{\"devices\":%s}}",
+             devices);
     cJSON *o = cJSON_Parse(buf);
     assert_non_null(o);
     struct kclaim *c = NULL;
@@ -144,6 +144,15 @@ static struct kclaim *claim(const char *exactly, const char *more)
     assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
     cJSON_Delete(o);
     return c;
+}
+
+/* A claim of one request "gpus" whose `exactly` is the given JSON, and more of spec.devices. */
+static struct kclaim *claim(const char *exactly, const char *more)
+{
+    char buf[1800];
+    snprintf(buf, sizeof(buf), "{\"requests\":[{\"name\":\"gpus\",\"exactly\":%s}]%s}", exactly,
+             more);
+    return claim_devices(buf);
 }
 
 static void claims(void **state)
@@ -214,22 +223,6 @@ static void claims(void **state)
         assert_non_null(strstr(c->unsupported, "resourceclaim ml/c"));
         kdra_claim_free(c);
     }
-}
-
-/* A claim of the given spec.devices (JSON). */
-static struct kclaim *claim_devices(const char *devices)
-{
-    char buf[2000];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{\"devices\":%s}}",
-             devices);
-    cJSON *o = cJSON_Parse(buf);
-    assert_non_null(o);
-    struct kclaim *c = NULL;
-    struct sched_errbuf eb = {{0}};
-    assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
-    cJSON_Delete(o);
-    return c;
 }
 
 /* firstAvailable (DRAPrioritizedList): alternatives of one count; a node suits when one of them
