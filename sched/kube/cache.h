@@ -57,6 +57,9 @@ struct kgang {
      * member with neither time: the build's now). A checkpoint request shown from before it
      * belongs to an earlier run (driver_ckpt.c) */
     int64_t bound_ms;
+    /* pending gangs: what the daemon adds to the core's reason when it is not placed, or NULL
+     * (claims.h kclaims_ext_hint: a member kept off the DRA nodes) */
+    const char *hint;
 };
 
 /* A gang that cannot be offered to the core, and why (written to status and events). */

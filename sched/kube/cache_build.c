@@ -749,6 +749,8 @@ static int offer_group(struct builder *b, struct group *g, int pass)
     if (rc)
         return rc;
     kg->gang.id = out->n_gangs++;
+    for (uint32_t m = 0; pass == 0 && m < n && !kg->hint; m++)
+        kg->hint = kclaims_ext_hint(b->c->dra, b->c->cluster, members[m], b->a);
     if (pass == 0) {
         out->n_pending++;
         g->pending_gang = kg;

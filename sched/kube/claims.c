@@ -254,6 +254,18 @@ const char *kclaims_ext_why(const struct kclaims *c, const struct cluster *cl, c
                         device_resource(), p->key, device_resource());
 }
 
+const char *kclaims_ext_hint(const struct kclaims *c, const struct cluster *cl,
+                             const struct kpod *p, struct arena *a)
+{
+    if (!cl || p->gpus_own <= 0 || p->node || !p->ours || cl->n_dra_nodes == 0 ||
+        kclaims_ext_class(c, p))
+        return NULL;
+    return arena_printf(a,
+                        "pod %s is kept off the %u node(s) whose GPUs are ResourceSlice devices: "
+                        "no DeviceClass maps %s (spec.extendedResourceName, KEP-5004)",
+                        p->key, cl->n_dra_nodes, device_resource());
+}
+
 const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct kpod *p)
 {
     if (p->gpus_own <= 0 || !p->spec || !p->spec->n_ext)

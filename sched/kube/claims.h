@@ -73,6 +73,12 @@ const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct
  * starting "no DeviceClass maps "); NULL otherwise. */
 const char *kclaims_ext_why(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                             struct arena *a);
+/* What the daemon adds to the core's reason for pending pod p of ours asking GPUs in its
+ * containers when some GPU nodes are not DRA-only: how many nodes whose GPUs are ResourceSlice
+ * devices it is kept off because no DeviceClass maps the resource (kube-scheduler would not use
+ * them either), or NULL. */
+const char *kclaims_ext_hint(const struct kclaims *c, const struct cluster *cl,
+                             const struct kpod *p, struct arena *a);
 
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
  * being placed (a claim missing, being deleted, allocated to another consumer, or not

@@ -335,8 +335,8 @@ static void cycle_verdicts(struct kcycle *c)
     const struct sched_result *res = &c->res;
     for (uint32_t v = 0; v < res->n_verdicts; v++) {
         const struct kgang *kg = &c->kb.gangs[res->verdicts[v].gang->id];
-        char msg[512];
-        sched_verdict_format(&res->verdicts[v], c->kb.snap.cluster, c->cfg, msg, sizeof(msg));
+        char msg[768];
+        kdrv_verdict_text(&c->kb, &res->verdicts[v], c->cfg, msg, sizeof(msg));
         bool w = kdrv_gang_status(c->d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg,
                                   false);
         kdrv_pods_unschedulable(c->d, kg->members, kg->gang.n_pods, w, "Unschedulable", msg);

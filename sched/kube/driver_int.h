@@ -589,6 +589,12 @@ bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const ch
 /* b's bind failed before its Binding was sent (why: the error). */
 void kdrv_bind_fail(struct kbind *b, const char *why);
 
+/* A verdict of the core in words (sched_verdict_format) and, for a wait on capacity, the
+ * daemon's hint of the gang (kgang.hint), into buf[n]: the one text of status, Events and the
+ * decision log (driver_record.c). */
+void kdrv_verdict_text(const struct kcache_build *kb, const struct sched_verdict *vd,
+                       const struct config *cfg, char *buf, size_t n);
+
 /* ---- driver_unreserve.c: the claims of a member never bound, given back ---- */
 
 /* kube-scheduler's DynamicResources Unreserve for member b of a rolled-back gang, whose Binding

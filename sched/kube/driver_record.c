@@ -14,6 +14,18 @@
 #include "sched/kube/driver_int.h"
 
 /* FNV-1a of a verdict and its text: whether the decision log already has it. Never 0. */
+void kdrv_verdict_text(const struct kcache_build *kb, const struct sched_verdict *vd,
+                       const struct config *cfg, char *buf, size_t n)
+{
+    sched_verdict_format(vd, kb->snap.cluster, cfg, buf, n);
+    const char *hint = kb->gangs[vd->gang->id].hint;
+    bool capacity = vd->why == SCHED_WHY_RESOURCES || vd->why == SCHED_WHY_TOPOLOGY ||
+                    vd->why == SCHED_WHY_NEVER || vd->why == SCHED_WHY_NO_NODES;
+    size_t at = strlen(buf);
+    if (hint && capacity && at + 3 < n)
+        snprintf(buf + at, n - at, "; %s", hint);
+}
+
 static uint32_t verdict_key(int why, const char *text)
 {
     uint32_t h = 2166136261u ^ (uint32_t)why;
@@ -456,8 +468,8 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         const struct sched_verdict *vd = &res->verdicts[v];
         const struct kgang *kg = &kb->gangs[vd->gang->id];
-        char reason[512];
-        sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
+        char reason[768];
+        kdrv_verdict_text(kb, vd, cfg, reason, sizeof(reason));
         /* the store keeps one row per change of verdict with its latest text; what it has
          * already is not sent again (a store read per gang and cycle otherwise), unless the
          * expected start moved (store_decision_eta_moved, the simulator's rule) */

@@ -206,6 +206,21 @@ def main():
           "no DeviceClass maps nvidia.com/gpu (spec.extendedResourceName, KEP-5004)" in
           ok[0]["note"] and not e2e.bound(c, "u") and not ext_claims(c, "u-0"),
           str(ok)[:500] + s.text()[-600:])
+    c.post("/api/v1/nodes", e2e.node("dp-1", "r2", gpus=1))  # a device-plugin GPU node
+    check("with a device-plugin GPU node the pod is bound there, asking no claim",
+          wait_for(lambda: [p for p in e2e.bound(c, "u") if p["spec"]["nodeName"] == "dp-1"],
+                   20) and not ext_claims(c, "u-0"), s.text()[-600:])
+    for p in e2e.bound(c, "b"):  # quota for one more 2-GPU pod, and room on the DRA nodes
+        c.delete(NS + "/" + p["metadata"]["name"])
+    wait_for(lambda: not e2e.pods_of(c, "b"), 20)
+    ext_gang(c, "v", 1, 2)
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "v") if "kept off" in
+                           e.get("note", "")], 20)
+    check("a 2-GPU pod that fits only the DRA nodes waits, its reason saying it is kept off "
+          "them for want of a mapping", ok and ok[0]["reason"] == "Unschedulable" and
+          "pod default/v-0 is kept off the 2 node(s) whose GPUs are ResourceSlice devices: no "
+          "DeviceClass maps nvidia.com/gpu" in ok[0]["note"] and not e2e.bound(c, "v"),
+          str(ok)[:600] + s.text()[-600:])
     s.stop()
     e2e.finish()
 
