@@ -167,11 +167,11 @@ static void *ext_forget(struct kclaims *c, struct kclaim *x)
     return x;
 }
 
-/* Why claim x (key) cannot be allocated because of a request's DeviceClass other than the
- * accelerator's, or NULL: the class does not exist (yet: kube-scheduler's "device class ... does
- * not exist"), cannot be evaluated, or selects none of the accelerator's whole devices (the
- * answer kept per slice generation: a scan of every device happens once per change). */
-/* alt: a firstAvailable alternative, which may select no device (another is taken) */
+/* Why DeviceClass cls of claim `key` keeps it from allocation, or NULL: the class does not
+ * exist (yet: kube-scheduler's "device class ... does not exist"), cannot be evaluated, or (but
+ * for `alt`, a firstAvailable alternative, which may select none: another is taken) selects none
+ * of the accelerator's whole devices (the answer kept per slice generation: a scan of every
+ * device happens once per change). */
 static const char *one_class_why(const struct kclaims *c, const char *cls, const char *key,
                                  bool alt, struct arena *a)
 {
@@ -189,6 +189,8 @@ static const char *one_class_why(const struct kclaims *c, const char *cls, const
     return NULL;
 }
 
+/* Why claim x (key) cannot be allocated because of a request's DeviceClass other than the
+ * accelerator's (one_class_why), or NULL. */
 static const char *class_why(const struct kclaims *c, const struct kclaim *x, const char *key,
                              struct arena *a)
 {
@@ -486,14 +488,18 @@ static const char *shared_why(const struct kclaims *c, const struct kpod *p, con
     const char **uids = arena_calloc(a, n + 1, sizeof(*uids));
     if (!uids)
         return "out of memory";
-    uint32_t refs = 0; /* distinct reservedFor entries: pods, and PodGroups for their pods */
+    /* the distinct reservedFor entries: each pod reserving for itself, and each PodGroup its
+     * pods reserve for (the first 8 told apart; more count once each: never fewer) */
+    uint32_t refs = 0, n_groups = 0;
+    const char *groups[8];
     for (uint32_t i = 0; i < n; i++) {
-        const char *who = who_of(v[i], key);
+        const char *who = uids[i] = who_of(v[i], key);
         bool seen = false;
-        for (uint32_t k = 0; k < i && !seen; k++)
-            seen = who && uids[k] && strcmp(uids[k], who) == 0;
+        for (uint32_t k = 0; who != v[i]->uid && k < n_groups && !seen; k++)
+            seen = strcmp(groups[k], who) == 0;
         refs += !seen;
-        uids[i] = who;
+        if (!seen && who != v[i]->uid && n_groups < 8)
+            groups[n_groups++] = who;
     }
     if (refs > KDRA_MAX_CONSUMERS)
         return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
