@@ -208,6 +208,28 @@ def rollback(c, s):
                                                              s.text()[-800:]))
 
 
+def partial_rollback(c, s):
+    """One Binding refused, the other done: the bound member is deleted (the gang starts whole)
+    and the PodGroup's entry stays while that pod may use the claim (PostFilter keeps it while
+    ScheduledPodsCount is above 0); the member made again (as its Job would), the gang is bound
+    again, the claim reserved for the PodGroup."""
+    direct(c, "rp", 2)
+    entry = {"name": "gpus", "resourceClaimName": "rp"}
+    c.post("/_fake/faults", [{"type": "error", "code": 422, "count": 1, "path": "/rp-1/binding",
+                              "message": "injected: binding refused"}])
+    pg = group(c, "rp", 2, [entry])
+    for i in range(2):
+        member(c, "rp-%d" % i, "rp", entry)
+    check("one member bound, the other refused: the bound one is deleted",
+          wait_for(lambda: "pod=default/rp-0 why=partial gang rolled back" in s.text(), 30),
+          s.text()[-800:])
+    wait_for(lambda: c.get(dra.NS + "/rp-0")[0] == 404, 30)
+    member(c, "rp-0", "rp", entry)
+    check("the member made again, the gang is bound whole, the claim reserved for the PodGroup",
+          wait_for(lambda: len(native.bound(c, "rp-")) == 2 and reserved(c, "rp") ==
+                   [pg_ref(pg)], 60), "%s %s" % (reserved(c, "rp"), s.text()[-1500:]))
+
+
 def validation(c):
     """The PodGroup strategy's checks of the gated fields (scheduling/v1beta1 tags)."""
     def refused(claims, what, text):
@@ -257,6 +279,7 @@ def main():
     template_claim(c, s)
     mixed_claim(c, s)
     rollback(c, s)
+    partial_rollback(c, s)
     wide_claim(c, s)
     validation(c)
     s.stop()
