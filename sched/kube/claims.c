@@ -15,6 +15,10 @@
 struct kcons {
     const struct kpod **v;
     uint32_t n, cap;
+    bool sorted; /* v by pod key (consumers sorts it at its first read) */
+    /* shared_why's answers for the claim, judged once per build (strings in its arena) */
+    bool judged;
+    const char *why_gangs, *why_alloc;
 };
 
 struct kclaims {
@@ -368,20 +372,26 @@ int kclaims_note_pod(struct kclaims *c, const struct kpod *p)
             cs->v = v;
             cs->cap = cap;
         }
-        uint32_t at = cs->n++; /* sorted by key: insertion */
-        while (at > 0 && strcmp(cs->v[at - 1]->key, p->key) > 0) {
-            cs->v[at] = cs->v[at - 1];
-            at--;
-        }
-        cs->v[at] = p;
+        cs->v[cs->n++] = p; /* sorted by key when first read (consumers) */
+        cs->sorted = cs->n == 1 || (cs->sorted && strcmp(cs->v[cs->n - 2]->key, p->key) < 0);
     }
     return 0;
 }
 
-/* The consumers of claim `key` noted at this build (n 0: none). */
+static int cmp_pod_key(const void *a, const void *b)
+{
+    return strcmp((*(const struct kpod *const *)a)->key, (*(const struct kpod *const *)b)->key);
+}
+
+/* The consumers of claim `key` noted at this build, by key (sorted at the first read: a claim
+ * thousands of pods share is noted in O(n), not by insertion) (n 0: none). */
 static const struct kpod *const *consumers(const struct kclaims *c, const char *key, uint32_t *n)
 {
-    const struct kcons *cs = strmap_get((struct strmap *)&c->consumers, key);
+    struct kcons *cs = strmap_get((struct strmap *)&c->consumers, key);
+    if (cs && !cs->sorted) {
+        qsort(cs->v, cs->n, sizeof(*cs->v), cmp_pod_key);
+        cs->sorted = true;
+    }
     *n = cs ? cs->n : 0;
     return cs ? cs->v : NULL;
 }
@@ -477,19 +487,20 @@ bool kclaims_shared(const struct kclaims *c, const struct kpod *p)
     return false;
 }
 
-/* Why pending pod p cannot allocate claim x (key) with its other consumers, or NULL: they must
- * all be ours, of one gang, at most KDRA_MAX_CONSUMERS, the claim its only GPUs, and the claim
- * free or reserved only for them. */
-static const char *shared_why(const struct kclaims *c, const struct kpod *p, const char *key,
-                              const struct kclaim *x, struct arena *a)
+/* What of shared_why does not depend on the pod, once per claim and build into cs: at most
+ * KDRA_MAX_CONSUMERS distinct reservedFor entries (each pod reserving for itself, each PodGroup
+ * its pods reserve for: the first 8 told apart, more counted once each: never fewer); all of
+ * them ours and of one gang (why_gangs); the claim free or reserved only for them (why_alloc). */
+static void judge_shared(struct kcons *cs, const char *key, const struct kclaim *x, struct arena *a)
 {
-    uint32_t n;
-    const struct kpod *const *v = consumers(c, key, &n);
+    const struct kpod *const *v = cs->v;
+    uint32_t n = cs->n;
+    cs->judged = true;
     const char **uids = arena_calloc(a, n + 1, sizeof(*uids));
-    if (!uids)
-        return "out of memory";
-    /* the distinct reservedFor entries: each pod reserving for itself, and each PodGroup its
-     * pods reserve for (the first 8 told apart; more count once each: never fewer) */
+    if (!uids) {
+        cs->why_gangs = "out of memory";
+        return;
+    }
     uint32_t refs = 0, n_groups = 0;
     const char *groups[8];
     for (uint32_t i = 0; i < n; i++) {
@@ -501,27 +512,45 @@ static const char *shared_why(const struct kclaims *c, const struct kpod *p, con
         if (!seen && who != v[i]->uid && n_groups < 8)
             groups[n_groups++] = who;
     }
-    if (refs > KDRA_MAX_CONSUMERS)
-        return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
-                            key, refs, KDRA_MAX_CONSUMERS);
-    for (uint32_t i = 0; i < n; i++) {
-        if (!v[i]->ours || !v[i]->group || !p->group || strcmp(v[i]->group, p->group) != 0)
-            return arena_printf(a,
-                                "resourceclaim %s is shared by pods of several gangs or "
-                                "schedulers (%s and %s) and not allocated yet: gangsched "
-                                "allocates a shared claim for the pods of one gang (an "
-                                "allocated one, any pod may use)",
-                                key, p->key, v[i]->key);
+    if (refs > KDRA_MAX_CONSUMERS) {
+        cs->why_gangs =
+            arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
+                         key, refs, KDRA_MAX_CONSUMERS);
+        return;
     }
+    for (uint32_t i = 0; i < n && !cs->why_gangs; i++)
+        if (!v[i]->ours || !v[i]->group || !v[0]->group || strcmp(v[i]->group, v[0]->group) != 0)
+            cs->why_gangs = arena_printf(a,
+                                         "resourceclaim %s is shared by pods of several gangs or "
+                                         "schedulers (%s and %s) and not allocated yet: gangsched "
+                                         "allocates a shared claim for the pods of one gang (an "
+                                         "allocated one, any pod may use)",
+                                         key, v[0]->key, v[i == 0 && n > 1 ? 1 : i]->key);
+    if (!cs->why_gangs && !kdra_claim_free_for_all(x, uids, n))
+        cs->why_alloc = arena_printf(
+            a, "ResourceClaim %s is allocated to consumers outside gang %s", key, v[0]->group);
+}
+
+/* Why pending pod p cannot allocate claim x (key) with its other consumers, or NULL: they must
+ * all be ours, of one gang, at most KDRA_MAX_CONSUMERS entries, the claim its only GPUs, and
+ * the claim free or reserved only for them. The part of every consumer alike is judged once per
+ * claim and build (judge_shared): a claim a PodGroup's thousands of pods share costs O(pods). */
+static const char *shared_why(const struct kclaims *c, const struct kpod *p, const char *key,
+                              const struct kclaim *x, struct arena *a)
+{
+    struct kcons *cs = strmap_get((struct strmap *)&c->consumers, key);
+    if (!cs || cs->n == 0)
+        return NULL;
+    if (!cs->judged)
+        judge_shared(cs, key, x, a);
+    if (cs->why_gangs)
+        return cs->why_gangs;
     if (p->n_claims > 1 || p->gpus_own > 0 || x->all)
         return arena_printf(a,
                             "resourceclaim %s: a claim shared by several pods must be their only "
                             "GPUs (pod %s has others), and not allocationMode All",
                             key, p->key);
-    if (!kdra_claim_free_for_all(x, uids, n))
-        return arena_printf(a, "ResourceClaim %s is allocated to consumers outside gang %s", key,
-                            p->group);
-    return NULL;
+    return cs->why_alloc;
 }
 
 const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
