@@ -200,9 +200,10 @@ static const char *class_why(const struct kclaims *c, const struct kclaim *x, co
 {
     for (uint32_t r = 0; r < x->n_reqs; r++) {
         const struct kclaim_req *q = &x->reqs[r];
-        const char *why = q->cls ? one_class_why(c, q->cls, key, false, a) : NULL;
-        for (uint32_t s = 0; !why && s < q->n_subs; s++) /* firstAvailable: every class */
-            why = q->subs[s].cls ? one_class_why(c, q->subs[s].cls, key, true, a) : NULL;
+        const char *why = NULL;
+        for (uint32_t s = 0; !why && s < q->n_alts; s++) /* firstAvailable: every class */
+            why = q->alts[s].cls ? one_class_why(c, q->alts[s].cls, key, q->first_available, a)
+                                 : NULL;
         if (why)
             return why;
     }

@@ -22,19 +22,15 @@ void kdra_claim_free(struct kclaim *c)
         return;
     for (uint32_t i = 0; i < c->n_reqs; i++) {
         free(c->reqs[i].name);
-        for (uint32_t k = 0; k < c->reqs[i].n_sel; k++)
-            cel_free(c->reqs[i].sel[k]);
-        free(c->reqs[i].sel);
-        free(c->reqs[i].cls);
-        for (uint32_t k = 0; k < c->reqs[i].n_subs; k++) {
-            struct kclaim_sub *x = &c->reqs[i].subs[k];
+        for (uint32_t k = 0; k < c->reqs[i].n_alts; k++) {
+            struct kclaim_alt *x = &c->reqs[i].alts[k];
             for (uint32_t j = 0; j < x->n_sel; j++)
                 cel_free(x->sel[j]);
             free(x->sel);
             free(x->name);
             free(x->cls);
         }
-        free(c->reqs[i].subs);
+        free(c->reqs[i].alts);
     }
     for (uint32_t i = 0; i < c->n_reserved; i++)
         free(c->reserved[i]);
@@ -103,7 +99,7 @@ static int compile_sels(const cJSON *sels, const char *field, struct cel_prog **
 
 /* A request's firstAvailable[] (DRAPrioritizedList): at most 8 subrequests, each a name, a
  * DeviceClass of the accelerator's whole devices, ExactCount of one count for all (placement
- * counts a claim's GPUs before it knows the node), selectors in the CEL subset; into q->subs.
+ * counts a claim's GPUs before it knows the node), selectors in the CEL subset; into q->alts.
  * Anything else refuses the claim naming the field (*ok false). 0 or SCHED_ENOMEM. */
 static int decode_subs(struct kclaim *c, struct kclaim_req *q, const cJSON *fa, const char *field,
                        const char *gpu_class, bool *ok)
@@ -115,8 +111,9 @@ static int decode_subs(struct kclaim *c, struct kclaim_req *q, const cJSON *fa, 
         *ok = refuse(c, f, "1 to 8 subrequests");
         return 0;
     }
-    if (!(q->subs = calloc((size_t)n, sizeof(*q->subs))))
+    if (!(q->alts = calloc((size_t)n, sizeof(*q->alts))))
         return SCHED_ENOMEM;
+    q->first_available = true;
     for (int i = 0; i < n && *ok; i++) {
         const cJSON *x = cJSON_GetArrayItem(fa, i), *cnt = get(x, "count");
         const char *sn = cJSON_GetStringValue(get(x, "name"));
@@ -144,7 +141,7 @@ static int decode_subs(struct kclaim *c, struct kclaim_req *q, const cJSON *fa, 
         }
         if (!*ok)
             break;
-        struct kclaim_sub *sub = &q->subs[q->n_subs++];
+        struct kclaim_alt *sub = &q->alts[q->n_alts++];
         q->count = k;
         if (!(sub->name = strdup(sn)) || (strcmp(cls, gpu_class) != 0 && !(sub->cls = strdup(cls))))
             return SCHED_ENOMEM;
@@ -180,6 +177,9 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         struct kclaim_req *q = &c->reqs[c->n_reqs++];
         if (!(q->name = strdup(rn)))
             return SCHED_ENOMEM;
+        if (!get(r, "firstAvailable") && !(q->alts = calloc(1, sizeof(*q->alts))))
+            return SCHED_ENOMEM;
+        q->n_alts = q->alts ? 1 : 0; /* exactly: one alternative */
         if (get(r, "firstAvailable") && ex) {
             ok = refuse(c, field, "exactly one of `exactly` and `firstAvailable`");
             continue;
@@ -218,7 +218,7 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
                         "(the config's device.dra)");
         else if (!cls || !*cls)
             ok = refuse(c, field, "exactly.deviceClassName: missing");
-        else if (strcmp(cls, gpu_class) != 0 && !(q->cls = strdup(cls)))
+        else if (strcmp(cls, gpu_class) != 0 && !(q->alts[0].cls = strdup(cls)))
             return SCHED_ENOMEM; /* its class's selectors apply (kdra_class) */
         else if (mode && strcmp(mode, "ExactCount") != 0 && strcmp(mode, "All") != 0)
             ok = refuse(c, field, "exactly.allocationMode: not ExactCount or All");
@@ -235,8 +235,8 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         c->all |= q->all;
         char sf[160], bad[300], sp[120];
         snprintf(sp, sizeof(sp), "%s.exactly.selectors", field);
-        if (ok && compile_sels(get(ex, "selectors"), sp, &q->sel, &q->n_sel, sf, sizeof(sf), bad,
-                               sizeof(bad)) != 0)
+        if (ok && compile_sels(get(ex, "selectors"), sp, &q->alts[0].sel, &q->alts[0].n_sel, sf,
+                               sizeof(sf), bad, sizeof(bad)) != 0)
             return SCHED_ENOMEM;
         if (ok && *bad)
             ok = refuse(c, sf, bad);
@@ -378,8 +378,9 @@ bool kdra_claim_has_selectors(const struct kclaim *c)
     if (c->all)
         return true; /* the node filter keeps whole nodes of the size asked */
     for (uint32_t r = 0; r < c->n_reqs; r++)
-        if (c->reqs[r].n_sel || c->reqs[r].cls || c->reqs[r].n_subs)
-            return true;
+        for (uint32_t k = 0; k < c->reqs[r].n_alts; k++)
+            if (c->reqs[r].first_available || c->reqs[r].alts[k].n_sel || c->reqs[r].alts[k].cls)
+                return true;
     return c->n_cons > 0;
 }
 
@@ -469,30 +470,27 @@ static bool same_value(const struct cel_attr *x, const struct cel_attr *y)
     return x->type == CEL_BOOL ? x->b == y->b : x->i == y->i;
 }
 
-/* Whether class cls (NULL: the accelerator's) and selectors sel[n_sel] accept every device of
+/* Whether alternative x's class (NULL: the accelerator's) and selectors accept every device of
  * devs[n]. */
-static bool alt_accepts(const char *cls, struct cel_prog *const *sel, uint32_t n_sel,
-                        const struct strmap *classes, const struct cel_device *const *devs,
-                        uint32_t n)
+static bool alt_accepts(const struct kclaim_alt *x, const struct strmap *classes,
+                        const struct cel_device *const *devs, uint32_t n)
 {
-    const struct kdra_class *k = cls && classes ? strmap_get(classes, cls) : NULL;
+    const struct kdra_class *k = x->cls && classes ? strmap_get(classes, x->cls) : NULL;
     for (uint32_t i = 0; i < n; i++)
-        if ((cls && !kdra_class_matches(k, devs[i])) || !all_accept(sel, n_sel, devs[i]))
+        if ((x->cls && !kdra_class_matches(k, devs[i])) || !all_accept(x->sel, x->n_sel, devs[i]))
             return false;
     return true;
 }
 
-/* The alternative of request q that accepts every device of devs[n]: 0 for a request without
- * firstAvailable, else the first subrequest's index; -1 none. */
+/* The first alternative of request q that accepts every device of devs[n], -1 none (a request
+ * without any, an IMEX channel's: 0). */
 static int req_alt(const struct kclaim_req *q, const struct strmap *classes,
                    const struct cel_device *const *devs, uint32_t n)
 {
-    if (!q->n_subs)
-        return alt_accepts(q->cls, q->sel, q->n_sel, classes, devs, n) ? 0 : -1;
-    for (uint32_t s = 0; s < q->n_subs; s++)
-        if (alt_accepts(q->subs[s].cls, q->subs[s].sel, q->subs[s].n_sel, classes, devs, n))
+    for (uint32_t s = 0; s < q->n_alts; s++)
+        if (alt_accepts(&q->alts[s], classes, devs, n))
             return (int)s;
-    return -1;
+    return q->n_alts ? -1 : 0;
 }
 
 bool kdra_claim_subs(const struct kclaim *c, const struct strmap *classes,
@@ -671,10 +669,9 @@ cJSON *kdra_claim_allocation_subs(const struct kclaim *c, const uint8_t *sub, co
         for (uint32_t i = 0; (c->reqs[r].all || i < c->reqs[r].count) && k < n_devices; i++, k++) {
             const struct kclaim_req *q = &c->reqs[r];
             char rn[200]; /* a subrequest's result: "<request>/<subrequest>" */
-            snprintf(rn, sizeof(rn), "%s%s%s", q->name, q->n_subs ? "/" : "",
-                     q->n_subs
-                         ? q->subs[sub && r < KDRA_MAX_REQS && sub[r] < q->n_subs ? sub[r] : 0].name
-                         : "");
+            uint32_t s = sub && r < KDRA_MAX_REQS && sub[r] < q->n_alts ? sub[r] : 0;
+            snprintf(rn, sizeof(rn), "%s%s%s", q->name, q->first_available ? "/" : "",
+                     q->first_available ? q->alts[s].name : "");
             cJSON *x = cJSON_CreateObject();
             cJSON_AddStringToObject(x, "request", rn);
             cJSON_AddStringToObject(x, "driver", drivers[k]);

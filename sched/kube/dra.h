@@ -25,25 +25,28 @@
  * firstAvailable, adminAccess, a selector outside the CEL subset of sched/core/cel.h) is refused
  * with a message naming the field: the pod waits with reason InvalidSpec, never a partial or wrong
  * allocation. */
-struct kclaim_req {
-    char *name;            /* request name */
-    uint32_t count;        /* devices (0 with allocationMode All) */
-    bool all;              /* allocationMode All: every GPU device of the node */
-    struct cel_prog **sel; /* exactly.selectors[].cel.expression, compiled (sched/core/cel.h) */
+/* One way to satisfy a request: its DeviceClass when not the accelerator's (whole accelerator
+ * devices that pass that class's selectors too, struct kdra_class; NULL: the accelerator's) and
+ * its own selectors. An `exactly` request has one; a firstAvailable one its subrequests. */
+struct kclaim_alt {
+    char *name;            /* a subrequest's name; NULL for `exactly` */
+    char *cls;             /* NULL: the accelerator's class */
+    struct cel_prog **sel; /* selectors[].cel.expression, compiled (sched/core/cel.h) */
     uint32_t n_sel;
-    bool channel; /* an IMEX channel of a ComputeDomain (sched/kube/computedomain.h) */
-    char *cls;    /* its DeviceClass when not the accelerator's: whole accelerator devices that
-                     pass that class's selectors too (struct kdra_class), else NULL */
-    /* firstAvailable (DRAPrioritizedList, beta and on by default since 1.34): the alternatives
-     * in order, each ExactCount of the same count (count above; sel and cls unused); the first
-     * whose class and selectors accept the node's devices is allocated, its result's request
-     * "<request>/<subrequest>" (kdra_claim_sub) */
-    struct kclaim_sub {
-        char *name, *cls;
-        struct cel_prog **sel;
-        uint32_t n_sel;
-    } * subs;
-    uint32_t n_subs;
+};
+
+struct kclaim_req {
+    char *name;     /* request name */
+    uint32_t count; /* devices (0 with allocationMode All) */
+    bool all;       /* allocationMode All: every GPU device of the node */
+    bool channel;   /* an IMEX channel of a ComputeDomain (sched/kube/computedomain.h) */
+    /* its alternatives: `exactly`'s one, or firstAvailable's (DRAPrioritizedList, beta and on
+     * by default since 1.34) in order, each ExactCount of `count`; the first whose class and
+     * selectors accept the node's devices is allocated, a subrequest's result naming
+     * "<request>/<subrequest>" (kdra_claim_subs) */
+    struct kclaim_alt *alts;
+    uint32_t n_alts;
+    bool first_available;
 };
 
 struct kclaim {

@@ -614,7 +614,7 @@ static struct kdra_ref claim_ref(const struct kpod *p, uint32_t i)
 static bool claim_subs(struct kdrv *d, const struct kclaim *cl, const char *node, uint8_t *sub)
 {
     for (uint32_t r = 0; r < cl->n_reqs; r++)
-        if (cl->reqs[r].n_subs)
+        if (cl->reqs[r].first_available)
             return kcache_claim_subs(d->cache, cl, node, sub);
     return true;
 }

@@ -93,9 +93,9 @@ class ClaimController:
         for (pns, pname), pe in list(self.objects[pods.key].items()):
             if pns != ns or dig(pe.obj, "spec.schedulingGroup.podGroupName") != pgname:
                 continue
-            add = [{"name": rc.get("name"), "resourceClaimName": self._group_claim(pe.obj, rc)}
-                   for rc in dig(pe.obj, "spec.resourceClaims", []) or []
-                   if self._group_claim(pe.obj, rc)]
+            named = ((rc.get("name"), self._group_claim(pe.obj, rc))
+                     for rc in dig(pe.obj, "spec.resourceClaims", []) or [])
+            add = [{"name": n, "resourceClaimName": g} for n, g in named if g]
             if add:
                 pnew = json.loads(pe.raw)
                 have = pnew.setdefault("status", {}).setdefault("resourceClaimStatuses", [])

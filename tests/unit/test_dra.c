@@ -240,7 +240,7 @@ static void first_available(void **state)
         "]}]}]}");
     assert_null(c->unsupported);
     assert_int_equal(c->gpus, 2);
-    assert_int_equal(c->reqs[0].n_subs, 2);
+    assert_int_equal(c->reqs[0].n_alts, 2);
     assert_true(kdra_claim_has_selectors(c));
     struct cel_attr h100 = {.domain = "", .name = "productName", .type = CEL_STR, .s = "H100"};
     struct cel_attr a100 = {.domain = "", .name = "productName", .type = CEL_STR, .s = "A100"};
@@ -322,7 +322,7 @@ static void device_classes(void **state)
                              "'gpu.nvidia.com'].numa == 0\"}}]}",
                              "");
     assert_null(c->unsupported);
-    assert_string_equal(c->reqs[0].cls, "h100.example.com");
+    assert_string_equal(c->reqs[0].alts[0].cls, "h100.example.com");
     assert_true(kdra_claim_has_selectors(c));
     struct strmap classes;
     strmap_init(&classes);
@@ -391,7 +391,7 @@ static void other_vendors(void **state)
     kdra_claim_free(c);
     c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
     assert_null(c->unsupported); /* another class: its DeviceClass's selectors decide */
-    assert_string_equal(c->reqs[0].cls, "gpu.nvidia.com");
+    assert_string_equal(c->reqs[0].alts[0].cls, "gpu.nvidia.com");
     kdra_claim_free(c);
     dra_inv_free(inv);
 
