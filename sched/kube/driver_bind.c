@@ -127,6 +127,7 @@ void kdrv_gang_binds_free(struct kgang_binds *gb)
     free(gb->queue);
     free(gb->flavor);
     free(gb->summary);
+    kdrv_shared_free(gb);
 }
 
 /* A join's running members' GPUs when its binds answer: the job row's (old, NULL: none) without
@@ -465,10 +466,11 @@ struct kclaim_writes {
  * refused. */
 struct kclaim_write {
     struct kclaim_writes *w;
-    uint32_t idx;         /* the claim's index in the pod's claims */
-    enum kube_method how; /* of the status write */
-    cJSON *status;        /* its body (owned until sent) */
-    bool allocates;       /* the status write carries status.allocation */
+    uint32_t idx;           /* the claim's index in the pod's claims */
+    enum kube_method how;   /* of the status write */
+    cJSON *status;          /* its body (owned until sent) */
+    bool allocates;         /* the status write carries status.allocation */
+    struct kshared *shared; /* a shared claim's one write (its answer is every consumer's) */
     uint32_t rereads;
     char key[KOBJ_KEY_MAX];
     char path[KOBJ_KEY_MAX + 80]; /* the claim's path; its status write adds "/status" */
@@ -477,9 +479,8 @@ struct kclaim_write {
 static void claim_write_start(struct kclaim_write *cw);
 
 /* A claim write has its outcome (2xx or not); the pod's Binding follows the last one. */
-static void on_claim_written(void *ctx, const struct kube_resp *r)
+static void claim_written(struct kclaim_write *cw, const struct kube_resp *r)
 {
-    struct kclaim_write *cw = ctx;
     struct kclaim_writes *w = cw->w;
     bool ok = r->status >= 200 && r->status < 300;
     /* a write answered 2xx reserved the claim for the pod; one without a definite answer may
@@ -510,6 +511,51 @@ static void on_claim_written(void *ctx, const struct kube_resp *r)
     free(w->flavor);
     free(w->error);
     free(w);
+}
+
+/* The answer of a claim's write; a shared claim's is every consumer's: those waiting for it
+ * take it after the writer (the last of them may end the gang bind, and free s). */
+static void on_claim_written(void *ctx, const struct kube_resp *r)
+{
+    struct kclaim_write *cw = ctx;
+    struct kshared *s = cw->shared;
+    if (!s) {
+        claim_written(cw, r);
+        return;
+    }
+    s->state = KSHARED_ANSWERED;
+    s->status = r->status;
+    s->error = r->error ? strdup(r->error) : NULL;
+    struct kclaim_write **wait = s->waiting;
+    uint32_t n = s->n_waiting;
+    s->waiting = NULL;
+    s->n_waiting = s->cap_waiting = 0;
+    struct kube_resp same = {.status = r->status, .body = "", .error = r->error};
+    claim_written(cw, &same);
+    for (uint32_t k = 0; k < n; k++)
+        claim_written(wait[k], &same);
+    free(wait);
+}
+
+/* cw, a consumer's write of shared claim s, takes the answer of the claim's one write: now if
+ * it has come, else when it does; -1 out of memory. */
+static int shared_join(struct kshared *s, struct kclaim_write *cw)
+{
+    if (s->state == KSHARED_ANSWERED) {
+        struct kube_resp r = {.status = s->status, .body = "", .error = s->error};
+        claim_written(cw, &r);
+        return 0;
+    }
+    if (s->n_waiting == s->cap_waiting) {
+        uint32_t cap = s->cap_waiting ? 2 * s->cap_waiting : 8;
+        struct kclaim_write **v = realloc(s->waiting, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        s->waiting = v;
+        s->cap_waiting = cap;
+    }
+    s->waiting[s->n_waiting++] = cw;
+    return 0;
 }
 
 void kdrv_claim_answer_to_cache(struct kdrv *d, const struct kube_resp *r)
@@ -598,15 +644,23 @@ bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const ch
     return true;
 }
 
-/* The reservedFor entry of claim i of pod p: the pod, or its PodGroup for a claim the PodGroup
- * lists alike (KEP-5729, dra.h kdra_who). */
-static struct kdra_ref claim_ref(const struct kpod *p, uint32_t i)
+/* The body of shared claim s's one write, by consumer b: the holder's devices (on b's node),
+ * every consumer in reservedFor; NULL when the holder is elsewhere. */
+static cJSON *shared_body(struct kdrv *d, const struct kbind *b, const struct kclaim *cl,
+                          const struct kshared *s, const uint8_t *sub)
 {
-    const char *who = kdra_who(p, i);
-    if (who == p->uid || !p->group)
-        return (struct kdra_ref){.name = p->name, .uid = p->uid};
-    const char *slash = strchr(p->group, '/');
-    return (struct kdra_ref){.name = slash ? slash + 1 : p->group, .uid = who, .group = true};
+    const struct kbind *h = &b->gb->pods[s->uses[s->holder].pod];
+    const char *hd[32], *hdrv[32], *hp[32];
+    uint32_t hn = 0;
+    if (strcmp(h->node, b->node) != 0 ||
+        !kdrv_mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
+        return NULL;
+    struct kdra_ref *who = calloc(KDRA_MAX_CONSUMERS, sizeof(*who));
+    cJSON *body = who ? kdra_claim_allocation_subs(cl, sub, b->node, hd, hdrv, hp, hn, who,
+                                                   kdrv_shared_who(d, b->gb, s, who))
+                      : NULL;
+    free(who);
+    return body;
 }
 
 /* The firstAvailable subrequests claim cl takes on node into sub (kclaims_subs); true for a
@@ -617,35 +671,6 @@ static bool claim_subs(struct kdrv *d, const struct kclaim *cl, const char *node
         if (cl->reqs[r].first_available)
             return kcache_claim_subs(d->cache, cl, node, sub);
     return true;
-}
-
-/* The consumers of claim `key` among the gang's pods (*users; the reservedFor entries of them
- * into who[], each once: the returned count, at most KDRA_MAX_CONSUMERS) and the bind of the
- * first by key, which holds its devices (claims.h). */
-static uint32_t gang_consumers(struct kdrv *d, const struct kgang_binds *gb, const char *key,
-                               struct kdra_ref *who, uint32_t *users, const struct kbind **holder)
-{
-    uint32_t n = 0;
-    *holder = NULL;
-    *users = 0;
-    for (uint32_t i = 0; i < gb->n_pods; i++) {
-        const struct kpod *q = kcache_pod(d->cache, gb->pods[i].pod_key);
-        uint32_t at = UINT32_MAX;
-        for (uint32_t k = 0; q && k < q->n_claims && at == UINT32_MAX; k++)
-            at = strcmp(q->claims[k], key) == 0 ? k : UINT32_MAX;
-        if (at == UINT32_MAX)
-            continue;
-        (*users)++;
-        struct kdra_ref r = claim_ref(q, at);
-        bool seen = false;
-        for (uint32_t k = 0; k < n && !seen; k++)
-            seen = r.uid && who[k].uid && strcmp(who[k].uid, r.uid) == 0;
-        if (!seen && n < KDRA_MAX_CONSUMERS)
-            who[n++] = r;
-        if (!*holder || strcmp(gb->pods[i].pod_key, (*holder)->pod_key) < 0)
-            *holder = &gb->pods[i];
-    }
-    return n;
 }
 
 /* Writes status.allocation and status.reservedFor of every claim of the pod (resourceclaims/
@@ -694,10 +719,8 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         return;
     }
     struct kclaim_writes *w = calloc(1, sizeof(*w));
-    struct kdra_ref *who = calloc(KDRA_MAX_CONSUMERS, sizeof(*who));
-    if (!w || !who || (flavor && !(w->flavor = strdup(flavor)))) {
+    if (!w || (flavor && !(w->flavor = strdup(flavor)))) {
         free(w);
-        free(who);
         bind_done(b, "out of memory");
         return;
     }
@@ -706,16 +729,14 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     uint32_t at = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
-        const struct kbind *h = NULL;
-        uint32_t users;
-        uint32_t n_who = gang_consumers(d, b->gb, p->claims[i], who, &users, &h);
-        struct kdra_ref me = claim_ref(p, i);
+        struct kshared *s = NULL;
+        struct kdra_ref me = kdrv_claim_ref(p, i);
         uint8_t sub[KDRA_MAX_REQS] = {0};
         cJSON *body = NULL;
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
         const char *fail = "claim unknown or too few devices";
-        bool adopt = i < 32 && (b->claims_adopt >> i) & 1u, listed = false;
+        bool adopt = i < 32 && (b->claims_adopt >> i) & 1u, listed = false, joins = false;
         if (adopt) {
             /* allocated already (by anyone): the pod (or its PodGroup, KEP-5729) is added to
              * reservedFor, the allocation (immutable once set) is left; listed already (an
@@ -734,12 +755,11 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
                 body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, &me, 1);
         } else if (cl && !claim_subs(d, cl, b->node, sub)) {
             fail = "no firstAvailable subrequest of the claim suits the node";
-        } else if (cl && users > 1) { /* shared: the holder's devices, every consumer reserved */
-            const char *hd[32], *hdrv[32], *hp[32];
-            uint32_t hn = 0;
-            if (strcmp(h->node, b->node) == 0 &&
-                kdrv_mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
-                body = kdra_claim_allocation_subs(cl, sub, b->node, hd, hdrv, hp, hn, who, n_who);
+        } else if (cl && kdrv_shared(d, b->gb, p->claims[i], &s) != 0) {
+            fail = "out of memory";
+        } else if (cl && s) { /* shared: one write, by the first consumer here, for all */
+            joins = s->state != KSHARED_UNSENT;
+            body = joins ? NULL : shared_body(d, b, cl, s, sub);
         } else if (cl) {
             uint32_t take = cl->all ? n - at : (uint32_t)cl->gpus; /* All: the rest */
             body = at + take <= n ? kdra_claim_allocation_subs(cl, sub, b->node, dev + at, drv + at,
@@ -750,31 +770,28 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         struct kclaim_write *cw = calloc(1, sizeof(*cw));
         if (!cw) {
             cJSON_Delete(body);
-            body = NULL;
-        } else {
-            *cw = (struct kclaim_write){.w = w, .idx = i, .how = how, .status = body};
-            cw->allocates = !adopt; /* an adoption's patch leaves the allocation */
-            snprintf(cw->key, sizeof(cw->key), "%s", p->claims[i]);
-            snprintf(cw->path, sizeof(cw->path),
-                     "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", p->ns,
-                     cl ? cl->name : "");
+            kdrv_fatal(d, "out of memory writing ResourceClaims");
+            continue;
         }
-        if (!body && listed && cw) { /* reserved for the pod already: done */
-            struct kube_resp r = {.status = 200, .body = "", .len = 0};
+        *cw = (struct kclaim_write){.w = w, .idx = i, .how = how, .status = body};
+        cw->allocates = !adopt; /* an adoption's patch leaves the allocation */
+        snprintf(cw->key, sizeof(cw->key), "%s", p->claims[i]);
+        snprintf(cw->path, sizeof(cw->path),
+                 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", p->ns,
+                 cl ? cl->name : "");
+        if (s && !joins) { /* its answer is every consumer's, a failure too */
+            s->state = KSHARED_SENT;
+            cw->shared = s;
+        }
+        struct kube_resp r = {.status = listed ? 200 : 0, .body = "", .error = fail};
+        if (joins && shared_join(s, cw) != 0)
+            claim_written(cw,
+                          &(struct kube_resp){.status = 0, .body = "", .error = "out of memory"});
+        else if (!joins && body)
+            claim_write_start(cw);
+        else if (!joins) /* no body: reserved for the pod already (listed), else failed */
             on_claim_written(cw, &r);
-            continue;
-        }
-        if (!body) {
-            struct kube_resp r = {.status = 0, .body = "", .error = fail};
-            if (cw)
-                on_claim_written(cw, &r);
-            else
-                kdrv_fatal(d, "out of memory writing ResourceClaims");
-            continue;
-        }
-        claim_write_start(cw);
     }
-    free(who);
 }
 
 /* ---- recovery ----------------------------------------------------------------------------------

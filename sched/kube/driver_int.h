@@ -1,6 +1,5 @@
-/* sched/kube/driver_int.h: internals shared by the files of the Kubernetes driver (driver.c,
- * driver_bind.c, driver_status.c, driver_life.c, driver_record.c, driver_ops.c, driver_est.c,
- * driver_fair.c); not a public interface: nothing outside these files includes it.
+/* sched/kube/driver_int.h: internals shared by the files of the Kubernetes driver (driver.c and
+ * the driver_*.c files); not a public interface: nothing outside these files includes it.
  *
  * Owns: struct kdrv (the daemon's state on the loop), the binds of a cycle, and the functions
  * one of these files calls in another (each under the name of its file).
@@ -80,6 +79,36 @@ struct kbind {
                             "": deleted if the gang rolls back */
 };
 
+struct kclaim_write; /* driver_bind.c: one claim's writes for one member */
+
+/* A member's use of a claim: gb->pods[pod] names it as its claim idx. */
+struct kshared_use {
+    uint32_t pod, idx;
+};
+
+/* A claim more than one member of a gang bind names (driver_shared.c): written once, by the
+ * first consumer to reach its claims, for all of them. */
+struct kshared {
+    char *key;                /* the claim's cache key */
+    struct kshared_use *uses; /* its consumers, by member index, each once */
+    uint32_t n_uses;
+    uint32_t holder; /* uses[holder]: the consumer first by pod key, whose GPUs are the claim's */
+    enum { KSHARED_UNSENT, KSHARED_SENT, KSHARED_ANSWERED } state;
+    int status;                    /* once answered: the write's HTTP status (0: none) */
+    char *error;                   /* and its error, or NULL */
+    struct kclaim_write **waiting; /* the other consumers' writes, answered with it */
+    uint32_t n_waiting, cap_waiting;
+};
+
+/* A gang bind's shared claims, sorted by key; built at the first need. */
+struct kgang_shared {
+    struct kshared *v;
+    uint32_t n;
+    struct kshared_use *uses; /* storage of every entry's uses */
+    uint32_t n_uses;
+    bool built;
+};
+
 /* The binds of one placed gang. */
 struct kgang_binds {
     struct kdrv *d;
@@ -93,7 +122,8 @@ struct kgang_binds {
     bool counted;     /* a join whose job row was running at the placement: the row counts
                          them since (record_placement), less members that left since */
     char *queue, *flavor;
-    char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
+    char *summary;              /* "placed in rack r3: 2 pods on n1, n2" */
+    struct kgang_shared shared; /* its claims more than one member names (driver_shared.c) */
 };
 
 /* What was last written about a gang (status and events are rate-limited). */
@@ -595,11 +625,25 @@ void kdrv_bind_fail(struct kbind *b, const char *why);
 void kdrv_verdict_text(const struct kcache_build *kb, const struct sched_verdict *vd,
                        const struct config *cfg, char *buf, size_t n);
 
+/* ---- driver_shared.c: the claims several members of a gang bind name ---- */
+
+/* The reservedFor entry of claim i of pod p: the pod, or its PodGroup for a claim the PodGroup
+ * lists alike (KEP-5729, dra.h kdra_who). */
+struct kdra_ref kdrv_claim_ref(const struct kpod *p, uint32_t i);
+/* The entry of claim `key` into *s when more than one member of gb names it, else NULL (the
+ * table built at the first call); -1 out of memory. */
+int kdrv_shared(struct kdrv *d, struct kgang_binds *gb, const char *key, struct kshared **s);
+/* The reservedFor entries of s's consumers into who[] (each once, at most KDRA_MAX_CONSUMERS):
+ * their count. */
+uint32_t kdrv_shared_who(struct kdrv *d, const struct kgang_binds *gb, const struct kshared *s,
+                         struct kdra_ref *who);
+void kdrv_shared_free(struct kgang_binds *gb);
+
 /* ---- driver_unreserve.c: the claims of a member never bound, given back ---- */
 
 /* kube-scheduler's DynamicResources Unreserve for member b of a rolled-back gang, whose Binding
  * definitely did not happen (driver_unreserve.c). */
-void kdrv_unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b);
+void kdrv_unreserve_claims(struct kdrv *d, struct kgang_binds *gb, const struct kbind *b);
 
 /* ---- driver_ext.c: KEP-5004's claim before a Binding (sched/kube/dra.h) ---- */
 

@@ -72,20 +72,19 @@ static void on_unreserved(void *ctx, const struct kube_resp *r)
     unreserve_done(u);
 }
 
-/* Whether the writes of some member of gb reserved claim `key` (or may have), and whether one
- * of them carried its allocation. */
-static void gang_claim_writes(struct kdrv *d, const struct kgang_binds *gb, const char *key,
-                              bool *reserved, bool *made)
+/* Whether the writes of some member of gb reserved claim i of member b (or may have), and
+ * whether one of them carried its allocation: b's own, or every consumer's of a shared claim
+ * (s). */
+static void gang_claim_writes(const struct kgang_binds *gb, const struct kbind *b, uint32_t i,
+                              const struct kshared *s, bool *reserved, bool *made)
 {
-    *reserved = *made = false;
-    for (uint32_t i = 0; i < gb->n_pods; i++) {
-        const struct kbind *m = &gb->pods[i];
-        const struct kpod *q = kcache_pod(d->cache, m->pod_key);
-        for (uint32_t k = 0; q && k < q->n_claims && k < 32; k++)
-            if (strcmp(q->claims[k], key) == 0) {
-                *reserved |= (m->claims_reserved >> k) & 1u;
-                *made |= (m->claims_made >> k) & 1u;
-            }
+    *reserved = i < 32 && (b->claims_reserved >> i) & 1u;
+    *made = i < 32 && (b->claims_made >> i) & 1u;
+    for (uint32_t u = 0; s && u < s->n_uses; u++) {
+        const struct kbind *m = &gb->pods[s->uses[u].pod];
+        uint32_t k = s->uses[u].idx;
+        *reserved |= k < 32 && (m->claims_reserved >> k) & 1u;
+        *made |= k < 32 && (m->claims_made >> k) & 1u;
     }
 }
 
@@ -104,20 +103,19 @@ static void note_placed(void *ctx, const struct kpod *q)
 /* Whether member b's rollback takes PodGroup entry `uid` out of claim `key`'s reservedFor
  * (KEP-5729): kube-scheduler's Unreserve leaves such an entry ("other Pods in the group may
  * still need this claim") and its PostFilter removes it while no pod of the group is scheduled
- * (unreservePodGroupClaims). So: no member of the gang reserved under it is bound or may be (a
- * Binding that succeeded, or without a definite answer, or someone else's), no pod of the group
- * naming the claim is on a node, and b is the first of those members (one patch). */
+ * (unreservePodGroupClaims). So: no member of the gang reserved under it (b, or the consumers
+ * of shared claim s) is bound or may be (a Binding that succeeded, or without a definite
+ * answer, or someone else's), no pod of the group naming the claim is on a node, and b is the
+ * first of those members (one patch). */
 static bool group_entry_leaves(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b,
-                               const struct kpod *p, const char *key, const char *uid)
+                               const struct kpod *p, const struct kshared *s, const char *key,
+                               const char *uid)
 {
     bool first = true;
-    for (uint32_t i = 0; i < gb->n_pods; i++) {
-        const struct kbind *m = &gb->pods[i];
+    for (uint32_t u = 0; s && u < s->n_uses; u++) {
+        const struct kbind *m = &gb->pods[s->uses[u].pod];
         const struct kpod *q = kcache_pod(d->cache, m->pod_key);
-        bool under = false;
-        for (uint32_t k = 0; q && k < q->n_claims && !under; k++)
-            under = strcmp(q->claims[k], key) == 0 && strcmp(kdra_who(q, k), uid) == 0;
-        if (!under)
+        if (!q || s->uses[u].idx >= q->n_claims || strcmp(kdra_who(q, s->uses[u].idx), uid) != 0)
             continue;
         if (m->ok || m->unknown || m->foreign || q->node)
             return false;
@@ -136,18 +134,23 @@ static bool group_entry_leaves(struct kdrv *d, const struct kgang_binds *gb, con
  * reserved for nobody whose allocation the gang wrote on that node, or that was reserved for
  * the pod before (an earlier attempt's), is then deallocated (on_unreserved). The
  * next cycle waits for the answers (cycle_due), which go into the cache. */
-void kdrv_unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b)
+void kdrv_unreserve_claims(struct kdrv *d, struct kgang_binds *gb, const struct kbind *b)
 {
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
     for (uint32_t i = 0; p && p->uid && i < p->n_claims && kdrv_may_lead(d); i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
         const char *who = kdra_who(p, i);
+        struct kshared *s = NULL;
         bool reserved, made, listed = false;
-        gang_claim_writes(d, gb, p->claims[i], &reserved, &made);
+        if (kdrv_shared(d, gb, p->claims[i], &s) != 0) {
+            LOG_ERROR(KDRV_MOD, "out of memory unreserving claim %s", p->claims[i]);
+            continue;
+        }
+        gang_claim_writes(gb, b, i, s, &reserved, &made);
         for (uint32_t k = 0; cl && k < cl->n_reserved; k++)
             listed |= strcmp(cl->reserved[k], who) == 0;
         if (!cl || !(reserved || listed) ||
-            (who != p->uid && !group_entry_leaves(d, gb, b, p, p->claims[i], who)))
+            (who != p->uid && !group_entry_leaves(d, gb, b, p, s, p->claims[i], who)))
             continue;
         bool adopted = i < 32 && (b->claims_adopt >> i) & 1u; /* never ours to deallocate */
         cJSON *body = kdra_claim_unreserve(cl->uid, who);

@@ -94,6 +94,14 @@ def claims_of(c, pod):
         o.get("name") == pod for o in x["metadata"].get("ownerReferences") or [])]
 
 
+def claim_writes(c):
+    """The writes of ResourceClaims (and their status) the server has answered so far (the
+    fake's request counters by resource)."""
+    by = c.get("/_fake/stats")[1].get("by_resource", {})
+    return sum(n for k, n in by.items()
+               if k.split(" ")[0] in ("patch", "update") and "resourceclaims" in k)
+
+
 def start(config):
     """A fake API server with kwok's DeviceClass and the scheduler's config written: (kubeconfig,
     client)."""

@@ -11,7 +11,7 @@ podgroups, name, uid} for all its pods; a template's claim is made once for the 
 by it, named in its status and in each pod's); an entry that differs is the pod's own
 reservation. Checked here: a template claim shared by a gang (made once, one entry, one node); a
 later member joins with no write; a claim named directly by 260 pods (past the 256 pods a
-reservedFor may list, the KEP's goal); a mixed claim (one PodGroup entry and one pod entry); a
+reservedFor may list, the KEP's goal), written twice in all (finalizer, status), not per pod; a mixed claim (one PodGroup entry and one pod entry); a
 refused Binding rolls the gang back and takes the PodGroup's entry out (PostFilter's
 unreservePodGroupClaims: no pod of the group placed) before the retry binds it; the test API
 server's validation of the fields; and, on a server without the gate, the fields dropped on
@@ -155,15 +155,19 @@ def wide_claim(c, s):
     direct(c, "wide", 2)
     entry = {"name": "gpus", "resourceClaimName": "wide"}
     pg = group(c, "wide", 260, [entry])
+    before = dra.claim_writes(c)
     for i in range(260):
         member(c, "wide-%03d" % i, "wide", entry)
     ok = wait_for(lambda: len(native.bound(c, "wide-")) == 260, 120)
+    writes = dra.claim_writes(c) - before
     nodes = {p["spec"]["nodeName"] for p in native.bound(c, "wide-")}
     check("a gang of 260 pods naming one claim (more than the 256 entries reservedFor may hold) "
           "is bound whole on one node", ok and len(nodes) == 1,
           "%d bound %s %s" % (len(native.bound(c, "wide-")), nodes, s.text()[-800:]))
     check("the claim is reserved for its PodGroup: one entry", reserved(c, "wide") ==
           [pg_ref(pg)], str(reserved(c, "wide"))[:300])
+    check("the claim is written once for the gang (its finalizer, then allocation and "
+          "reservedFor), not once per consumer", writes <= 2, "%d writes" % writes)
     for i in range(260):
         c.delete(dra.NS + "/wide-%03d" % i)
 

@@ -2,7 +2,8 @@
 `gangsched run` on DRA-only nodes.
 
 Owns: issue 17's shared claims. A claim made directly (resourceClaimName, 4 GPUs) named by the
-three pods of one gang: the claim is allocated once, status.reservedFor lists all three pods,
+three pods of one gang: its first status write refused, every consumer's bind fails and the
+gang's retry binds it, the claim written once per attempt (not per consumer); it is allocated once, status.reservedFor lists all three pods,
 every pod lands on the node of the allocation's nodeSelector; the queue's quota counts its 4
 devices once (an 8-GPU gang still fits the 16-GPU quota); deleting consumers leaves the claim
 allocated to the others until the last one goes (the fake API server plays the resourceclaim
@@ -79,12 +80,23 @@ def main():
 
     # minMember 2: one consumer may go without the gang being torn down (the next check reads
     # the claim after one is deleted; with minMember 3 the teardown raced it); its pods first
+    # the claim's first status write is refused: every consumer's bind takes that answer
+    c.post("/_fake/faults", [{"type": "error", "code": 422, "count": 1, "verb": "patch",
+                              "path": "/resourceclaims/shared/status",
+                              "message": "injected: claim write refused"}])
+    before = dra.claim_writes(c)
     sharing_gang(c, "sh", 3, "shared", min_member=2, pods_first=True)
-    ok = wait_for(lambda: len(e2e.bound(c, "sh")) == 3, 20)
+    ok = wait_for(lambda: len(e2e.bound(c, "sh")) == 3, 30)
+    writes = dra.claim_writes(c) - before
     pods = e2e.bound(c, "sh")
     nodes = {p["spec"]["nodeName"] for p in pods}
-    check("a gang whose 3 pods share one ResourceClaim is bound whole, on one node",
-          ok and len(nodes) == 1, "%s %s" % (nodes, s.text()[-1000:]))
+    check("the claim's refused write fails the gang's bind whole (no consumer goes on alone)",
+          "3 of 3 pods could not be bound" in s.text() and "claim write refused" in s.text(),
+          s.text()[-1000:])
+    check("a gang whose 3 pods share one ResourceClaim is bound whole, on one node, at the "
+          "retry", ok and len(nodes) == 1, "%s %s" % (nodes, s.text()[-1000:]))
+    check("the claim is written once per attempt, not once per consumer (finalizer, refused "
+          "status, status)", writes <= 3, "%d writes" % writes)
     st = status(c, "shared")
     res = (st.get("allocation") or {}).get("devices", {}).get("results", [])
     node = next(iter(nodes)) if nodes else None
