@@ -995,6 +995,7 @@ static const struct {
               {"pod-prefs", bench_pod_prefs},
               {"pod-apart", bench_pod_apart},
               {"kube-build", bench_kube_build},
+              {"kube-claim", bench_kube_claim},
               {"replay", run_replay},
               {"store-cycle", run_store_cycle},
               {"store-replay", run_store_replay}};

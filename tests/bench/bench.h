@@ -92,5 +92,7 @@ int bench_pod_apart(struct table *t);
 
 /* 12. the Kubernetes driver's cycle input beside a backlog. 0, or 1 on an error. */
 int bench_kube_build(struct table *t);
+/* 12. the same for the pods of a PodGroup that all name one ResourceClaim (KEP-5729). */
+int bench_kube_claim(struct table *t);
 
 #endif

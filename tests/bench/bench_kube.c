@@ -1,7 +1,9 @@
 /* tests/bench/bench_kube.c: rows 12, what the daemon's cycle input costs beside a backlog: one
  * kcache_build (sched/kube/cache.h) of a cache holding hgx nodes, 10 running pods of another
  * scheduler per node and waiting gangs of 8 pods that no node fits (9 GPUs each), as the kube
- * bench's idle case holds them (tests/bench/kube_bench.py), at two sizes ten times apart.
+ * bench's idle case holds them (tests/bench/kube_bench.py), at two sizes ten times apart; and
+ * one of a native PodGroup whose pods all name one ResourceClaim (KEP-5729: a claim thousands
+ * of pods may share), at 2,600 and 26,000 pods.
  *
  * Must not touch: the network (objects go into the cache as their watch events would).
  */
@@ -32,7 +34,11 @@ static int kb_add(struct kcache *c, int kind, const char *json)
     int rc = !o          ? 1
              : kind == 0 ? kcache_node_event(c, o, false)
              : kind == 1 ? kcache_pod_event(c, o, false)
-                         : kcache_pg_event(c, o, KPG_XK8S, false);
+             : kind == 2 ? kcache_pg_event(c, o, KPG_XK8S, false)
+             : kind == 3 ? kcache_pg_event(c, o, KPG_NATIVE_V1BETA1, false)
+             : kind == 4 ? kcache_slice_event(c, o, false)
+             : kind == 5 ? kcache_claim_event(c, o, false)
+                         : kcache_class_event(c, o, false);
     cJSON_Delete(o);
     if (rc)
         fprintf(stderr, "bench: kube objects: cannot take %.80s\n", json);
@@ -86,8 +92,59 @@ static int kb_fill(struct kcache *c, uint32_t n_nodes, uint32_t n_gangs)
     return bad;
 }
 
+/* 4 DRA-only nodes of 8 GPU devices, an unallocated claim default/wide of 2 of them, and a
+ * native PodGroup of n_pods pods (minCount n_pods) that all name it as the PodGroup does: one
+ * gang on one claim, its consumers the PodGroup (one reservedFor entry). */
+static int kb_fill_claim(struct kcache *c, uint32_t n_pods)
+{
+    char buf[1600];
+    int bad = kb_add(c, 6, "{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{}}");
+    for (uint32_t i = 0; i < 4 && !bad; i++) {
+        int at = snprintf(buf, sizeof(buf),
+                          "{\"metadata\":{\"name\":\"d%u-gpu\"},\"spec\":{\"driver\":"
+                          "\"gpu.nvidia.com\",\"nodeName\":\"d%u\",\"pool\":{\"name\":\"d%u\","
+                          "\"generation\":1,\"resourceSliceCount\":1},\"devices\":[",
+                          i, i, i);
+        for (int g = 0; g < 8; g++)
+            at += snprintf(buf + at, sizeof(buf) - (size_t)at, "%s{\"name\":\"gpu-%d\"}",
+                           g ? "," : "", g);
+        snprintf(buf + at, sizeof(buf) - (size_t)at, "]}}");
+        bad = kb_add(c, 4, buf);
+        snprintf(buf, sizeof(buf),
+                 "{\"kind\":\"Node\",\"metadata\":{\"name\":\"d%u\"},\"status\":{"
+                 "\"allocatable\":{\"cpu\":\"100000\",\"memory\":\"100Ti\",\"pods\":"
+                 "\"100000\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+                 i);
+        bad = bad || kb_add(c, 0, buf);
+    }
+    bad = bad || kb_add(c, 5,
+                        "{\"metadata\":{\"namespace\":\"default\",\"name\":\"wide\",\"uid\":"
+                        "\"c-wide\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"g\","
+                        "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}}}");
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"default\",\"name\":\"pg\",\"uid\":\"pg-u\","
+             "\"labels\":{\"gangsched.io/queue\":\"bench\"}},\"spec\":{\"schedulingPolicy\":"
+             "{\"gang\":{\"minCount\":%u}},\"resourceClaims\":[{\"name\":\"gpus\","
+             "\"resourceClaimName\":\"wide\"}]}}",
+             n_pods);
+    bad = bad || kb_add(c, 3, buf);
+    for (uint32_t k = 0; k < n_pods && !bad; k++) {
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"default\",\"name\":\"w%06u\",\"uid\":"
+                 "\"u%06u\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},\"spec\":{"
+                 "\"schedulerName\":\"gangsched\",\"schedulingGroup\":{\"podGroupName\":"
+                 "\"pg\"},\"resourceClaims\":[{\"name\":\"gpus\",\"resourceClaimName\":"
+                 "\"wide\"}],\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}",
+                 k, k);
+        bad = kb_add(c, 1, buf);
+    }
+    return bad;
+}
+
 /* The mean CPU ms of one kcache_build over at least 3 builds and 1 s (after one untimed build:
- * the first rebuilds the cluster); 0 on an error (printed). */
+ * the first rebuilds the cluster) of the backlog case (n_nodes, n_gangs), or of the claim case
+ * (n_nodes 0, n_gangs pods on one claim); 0 on an error (printed). */
 static double kb_time(uint32_t n_nodes, uint32_t n_gangs, uint32_t *n_offered)
 {
     struct config *cfg = NULL;
@@ -97,7 +154,7 @@ static double kb_time(uint32_t n_nodes, uint32_t n_gangs, uint32_t *n_offered)
     arena_init(&a, 1 << 20);
     double ms = 0;
     if (!c || config_load_buffer("bench.yaml", kb_yaml, strlen(kb_yaml), &cfg, &eb) != 0 ||
-        kb_fill(c, n_nodes, n_gangs) != 0)
+        (n_nodes ? kb_fill(c, n_nodes, n_gangs) : kb_fill_claim(c, n_gangs)) != 0)
         goto out;
     struct kcache_build kb;
     int rc = kcache_build(c, cfg, sched_policy_default(), NOW_MS, &a, &kb, &eb);
@@ -141,5 +198,27 @@ int bench_kube_build(struct table *t)
     if (n1 == 1250 && n10 == 12500)
         return 0;
     fprintf(stderr, "bench: kube build offered %u and %u gangs, not 1250 and 12500\n", n1, n10);
+    return 1;
+}
+
+int bench_kube_claim(struct table *t)
+{
+    uint32_t n1 = 0, n10 = 0;
+    double base = kb_time(0, 2600, &n1), big = base > 0 ? kb_time(0, 26000, &n10) : 0;
+    if (base <= 0 || big <= 0)
+        return 1;
+    struct row *r = row_add(t, "12 kube build, 2600 pods of a PodGroup on one claim");
+    if (!r)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.2f ms", base);
+    snprintf(r->ratio, sizeof(r->ratio), "%u gang offered", n1);
+    if (!(r = row_add(t, "  26000 pods on one claim")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.2f ms", big);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx per pod at 2600", ratio(big / 10, base));
+    if (n1 == 1 && n10 == 1)
+        return 0;
+    fprintf(stderr, "bench: the PodGroup on one claim was offered %u and %u times, not once\n", n1,
+            n10);
     return 1;
 }
