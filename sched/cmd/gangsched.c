@@ -447,6 +447,13 @@ static const struct flag run_flags[] = {
      .arg = "BOOL",
      .help = "delete a preemption victim whose eviction a\n"
              "disruption budget keeps blocking (default false)"},
+    {.name = "--kube-paged-lists",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.paged_lists),
+     .arg = "BOOL",
+     .help = "list in pages, never as a streaming list (WatchList);\n"
+             "a server that refuses one is listed in pages anyway\n"
+             "(default false)"},
     {.name = "--kube-full-cycles",
      .kind = FLAG_BOOL,
      FLAG_AT(struct run_args, o.full_cycles),

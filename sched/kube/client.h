@@ -153,16 +153,19 @@ void kube_client_drain_writes(struct kube_client *c, uint64_t max_ms, void (*don
 
 /* Counters for /metrics and tests. */
 struct kube_client_stats {
-    uint64_t requests;     /* attempts sent */
-    uint64_t retries;      /* attempts that were retries */
-    uint64_t errors;       /* final outcomes that were not 2xx */
-    uint64_t throttled;    /* 429 responses */
-    uint64_t watch_events; /* watch events delivered */
-    uint64_t bookmarks;    /* BOOKMARK events received */
-    uint64_t relists;      /* lists started after a 410 */
-    uint64_t reconnects;   /* watches restarted after an end or an error */
-    uint64_t watch_stalls; /* watches abandoned by the informers' watchdog (also reconnects) */
-    uint64_t dropped;      /* gated requests dropped (kube_client_drop_writes, a closed gate) */
+    uint64_t requests;       /* attempts sent */
+    uint64_t retries;        /* attempts that were retries */
+    uint64_t errors;         /* final outcomes that were not 2xx */
+    uint64_t throttled;      /* 429 responses */
+    uint64_t watch_events;   /* watch events delivered */
+    uint64_t bookmarks;      /* BOOKMARK events received */
+    uint64_t relists;        /* lists started after a 410 */
+    uint64_t reconnects;     /* watches restarted after an end or an error */
+    uint64_t watch_stalls;   /* watches abandoned by the informers' watchdog (also reconnects) */
+    uint64_t paged_lists;    /* lists completed in pages */
+    uint64_t streamed_lists; /* streaming lists (WatchList) completed */
+    uint64_t stream_refused; /* streaming lists refused by the server (then paged) */
+    uint64_t dropped;        /* gated requests dropped (kube_client_drop_writes, a closed gate) */
     uint64_t rx_ms;    /* loop time (ms) of the last body bytes received on any request; 0: none */
     uint32_t inflight; /* requests on the wire now */
     uint32_t queued;   /* requests waiting for the bucket or an in-flight slot */
@@ -187,14 +190,20 @@ struct kube_informer_opts {
     const char *label_selector; /* or NULL */
     uint32_t page_size;         /* list limit; 0: 500 */
     uint32_t watch_timeout_s;   /* 0: random in [300, 600) */
+    bool paged;                 /* list in pages only, never a streaming list */
 };
 
 struct kube_informer;
 
-/* Starts listing at once. Behaviour (as client-go's reflector): paginated LIST (limit/continue;
- * an expired continue token restarts the list), items applied as ADDED or MODIFIED (objects
- * already known by namespace/name) and DELETED for known objects absent from the new list, then
- * KUBE_SYNCED; then WATCH from the list's resourceVersion with allowWatchBookmarks=true; every
+/* Starts listing at once. Behaviour (as client-go's reflector): a streaming list (WatchList,
+ * KEP-3157, on by default in kube-apiserver 1.32 and since 1.34: a watch with
+ * sendInitialEvents=true that sends every object as ADDED, then a BOOKMARK annotated
+ * k8s.io/initial-events-end, then the changes), unless opts.paged or the server refused one (a
+ * 4xx answer: from then on this informer lists in pages); or a paginated LIST
+ * (limit/continue; an expired continue token restarts the list). Either way the items are
+ * applied as ADDED or MODIFIED (objects already known by namespace/name) and DELETED for known
+ * objects absent from the new list, then KUBE_SYNCED; then (a paged list) WATCH from the list's
+ * resourceVersion with allowWatchBookmarks=true, or the streaming list's watch goes on; every
  * event (bookmarks included) advances the resourceVersion; a watch that ends or drops restarts
  * from it after a short backoff; a 410 (HTTP status on a list, or an ERROR event with code 410
  * inside a watch) relists. Connection errors back off exponentially (800 ms doubling to 30 s,

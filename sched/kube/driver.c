@@ -745,7 +745,8 @@ static int start_metrics(struct kdrv *d)
          &d->m_api},
         {"gangsched_kube_watch_events_total",
          "Kubernetes watches by kind (events, bookmarks, relists after a 410, reconnects, stalls: "
-         "silent watches the watchdog abandoned)",
+         "silent watches the watchdog abandoned; streamed_lists, paged_lists: lists completed "
+         "as a streaming list or in pages)",
          HTTP_COUNTER, kind, &d->m_watch},
         {"gangsched_leader", "1 while this replica schedules (holds the Lease, or runs alone)",
          HTTP_GAUGE, NULL, &d->m_leader},
@@ -805,14 +806,20 @@ static void update_client_metrics(struct kdrv *d)
         struct http_metric *m;
         const char *kind;
         uint64_t now;
-    } rows[9] = {
-        {d->m_api, "sent", st.requests},         {d->m_api, "retries", st.retries},
-        {d->m_api, "errors", st.errors},         {d->m_api, "throttled", st.throttled},
-        {d->m_watch, "events", st.watch_events}, {d->m_watch, "bookmarks", st.bookmarks},
-        {d->m_watch, "relists", st.relists},     {d->m_watch, "reconnects", st.reconnects},
+    } rows[11] = {
+        {d->m_api, "sent", st.requests},
+        {d->m_api, "retries", st.retries},
+        {d->m_api, "errors", st.errors},
+        {d->m_api, "throttled", st.throttled},
+        {d->m_watch, "events", st.watch_events},
+        {d->m_watch, "bookmarks", st.bookmarks},
+        {d->m_watch, "relists", st.relists},
+        {d->m_watch, "reconnects", st.reconnects},
         {d->m_watch, "stalls", st.watch_stalls},
+        {d->m_watch, "streamed_lists", st.streamed_lists},
+        {d->m_watch, "paged_lists", st.paged_lists},
     };
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 11; i++) {
         const char *lbl[] = {rows[i].kind};
         uint64_t was = d->api_seen[i];
         http_metric_add_value(rows[i].m, lbl, rows[i].now > was ? (double)(rows[i].now - was) : 0);
@@ -841,7 +848,8 @@ static void on_stats_timer(uv_timer_t *t)
 static int start_informer(struct kdrv *d, const char *path, const char *field_selector,
                           kube_informer_fn *fn, struct sched_errbuf *eb)
 {
-    struct kube_informer_opts io = {.path = path, .field_selector = field_selector};
+    struct kube_informer_opts io = {
+        .path = path, .field_selector = field_selector, .paged = d->o->paged_lists};
     return kube_informer_new(d->client, &io, fn, d, &d->inf[d->n_inf++], eb);
 }
 

@@ -38,6 +38,7 @@ struct kube_run_opts {
     uint32_t burst;                /* default 400 */
     uint32_t max_inflight;         /* requests on the wire at once, watches excluded; 0: 64 */
     uint32_t watch_idle_ms;        /* informers' watch watchdog (kube_client_opts); 0: 150000 */
+    bool paged_lists;              /* informers list in pages, never a streaming list */
     uint32_t status_every_s;       /* an unchanged "unschedulable" status/event is rewritten at most
                                       this often per gang; default 60 */
     const char *listen;            /* HTTP API, /metrics, /healthz, /readyz ("HOST:PORT"); default

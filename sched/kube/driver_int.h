@@ -204,7 +204,7 @@ struct kdrv {
     struct http_metrics *metrics;
     struct http_metric *m_cycle, *m_cycle_cpu, *m_cut, *m_binds, *m_gangs, *m_api, *m_watch,
         *m_leader, *m_pending, *m_evictions, *m_held;
-    uint64_t api_seen[9]; /* the client's counters as last copied (update_client_metrics) */
+    uint64_t api_seen[11]; /* the client's counters as last copied (update_client_metrics) */
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* the wall clock and CLOCK_BOOTTIME (ms) at the last kdrv_clock_check, read together
      * (clock_mono 0: none yet) */

@@ -1,6 +1,7 @@
 /* sched/kube/informer.c: list+watch of one collection (see client.h), and the watch framer.
  *
- * Owns: the informer state machine (LIST pages -> SYNCED -> WATCH -> reconnect or relist), the
+ * Owns: the informer state machine (a streaming list, or LIST pages -> SYNCED -> WATCH ->
+ * reconnect or relist), the
  * map namespace/name -> resourceVersion that turns a relist into ADDED/MODIFIED/DELETED events,
  * the brace-counting framer, and the query-string encoding. Must not touch: what the objects
  * mean (decode.c, cache.c), the HTTP layer (client.c), anything outside sched/kube.
@@ -251,6 +252,10 @@ static bool kmap_grow(struct kmap *m)
 
 enum inf_next { NEXT_LIST, NEXT_WATCH };
 
+/* The annotation of the BOOKMARK that ends a streaming list's initial events (apimachinery
+ * metav1.InitialEventsAnnotationKey). */
+#define INITIAL_EVENTS_END "k8s.io/initial-events-end"
+
 struct kube_informer {
     struct kube_client *c;
     char *path, *fsel, *lsel;
@@ -278,6 +283,10 @@ struct kube_informer {
      * minute, but only for a resource type that has had an event since that cacher started),
      * so a watch silent for the client's watch_idle_ms is stuck. */
     bool bookmarked;
+    /* The open watch is a streaming list (WatchList, KEP-3157: sendInitialEvents) that has not
+     * yet sent the bookmark ending its initial events; paged: list in pages (asked for, or the
+     * server refused a streaming list). */
+    bool streaming, paged;
     uint64_t backoff_ms;
     struct kmap map;
     struct kube_framer fr;
@@ -455,8 +464,14 @@ static void on_list(void *ctx, const struct kube_resp *r);
 static void on_watch_done(void *ctx, const struct kube_resp *r);
 static int on_watch_data(void *ctx, const char *data, size_t n);
 
+static void start_stream(struct kube_informer *inf);
+
 static void start_list(struct kube_informer *inf)
 {
+    if (!inf->paged && !inf->cont) {
+        start_stream(inf);
+        return;
+    }
     size_t cap = strlen(inf->path) + (inf->cont ? 3 * strlen(inf->cont) : 0) +
                  (inf->lsel ? 3 * strlen(inf->lsel) : 0) + (inf->fsel ? 3 * strlen(inf->fsel) : 0) +
                  128;
@@ -538,7 +553,8 @@ static void on_watchdog(uv_timer_t *t)
              inf->path, why, inf->rv ? inf->rv : "(none)", (unsigned long long)d);
     kube_req_abandon(inf->req);
     inf->req = NULL;
-    schedule(inf, NEXT_WATCH, d);
+    schedule(inf, inf->streaming ? NEXT_LIST : NEXT_WATCH, d); /* a stream starts over */
+    inf->streaming = false;
 }
 
 static void watchdog_arm(struct kube_informer *inf)
@@ -549,33 +565,54 @@ static void watchdog_arm(struct kube_informer *inf)
     uv_timer_start(&inf->watchdog, on_watchdog, due > now ? due - now : 1, 0);
 }
 
-static void start_watch(struct kube_informer *inf)
+/* A watch from the last resourceVersion, or (stream) a streaming list: a watch that first sends
+ * every object as ADDED, then a BOOKMARK annotated INITIAL_EVENTS_END, then the changes
+ * (client-go's reflector watchList: resourceVersion unset, so the state is at least as new as a
+ * quorum read; sendInitialEvents=true, resourceVersionMatch=NotOlderThan, bookmarks). */
+static void open_watch(struct kube_informer *inf, bool stream)
 {
+    enum inf_next again = stream ? NEXT_LIST : NEXT_WATCH;
     size_t cap = strlen(inf->path) + (inf->rv ? 3 * strlen(inf->rv) : 0) +
                  (inf->lsel ? 3 * strlen(inf->lsel) : 0) + (inf->fsel ? 3 * strlen(inf->fsel) : 0) +
-                 160;
+                 200;
     char *q = malloc(cap);
     if (!q) {
-        schedule(inf, NEXT_WATCH, next_backoff(inf));
+        schedule(inf, again, next_backoff(inf));
         return;
     }
     uint32_t t = inf->watch_timeout ? inf->watch_timeout
                                     : 300 + (uint32_t)(kube_client_rand(inf->c) * 300.0);
-    snprintf(q, cap,
-             "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=", inf->path,
-             t);
-    kube_query_escape(q, cap, inf->rv ? inf->rv : "");
+    snprintf(q, cap, "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u", inf->path, t);
+    if (stream) {
+        inf->gen++;
+        strcat(q, "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
+    } else {
+        strcat(q, "&resourceVersion=");
+        kube_query_escape(q, cap, inf->rv ? inf->rv : "");
+    }
     selectors(inf, q, cap);
     kube_framer_reset(&inf->fr);
     inf->got_event = false;
+    inf->streaming = stream;
     if (kube_stream(inf->c, q, on_watch_data, on_watch_done, inf, &inf->req) != 0) {
-        schedule(inf, NEXT_WATCH, next_backoff(inf));
+        inf->streaming = false;
+        schedule(inf, again, next_backoff(inf));
     } else {
         inf->watch_start_ms = inf->watch_rx_ms = uv_now(kube_client_loop(inf->c));
         inf->watch_s = t;
         watchdog_arm(inf);
     }
     free(q);
+}
+
+static void start_watch(struct kube_informer *inf)
+{
+    open_watch(inf, false);
+}
+
+static void start_stream(struct kube_informer *inf)
+{
+    open_watch(inf, true);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -597,8 +634,9 @@ static void schedule(struct kube_informer *inf, enum inf_next next, uint64_t ms)
     uv_timer_start(&inf->timer, on_timer, ms, 0);
 }
 
-/* A full list is applied: synthetic deletes, SYNCED, then the watch. */
-static void list_complete(struct kube_informer *inf)
+/* A full list (a last page, or a streaming list's initial events) is applied: synthetic deletes
+ * of the objects it did not hold, then SYNCED. */
+static void list_applied(struct kube_informer *inf)
 {
     for (size_t i = 0; i < inf->map.nb && !inf->dead; i++) {
         struct kent **p = &inf->map.b[i];
@@ -622,6 +660,12 @@ static void list_complete(struct kube_informer *inf)
     inf->synced = true;
     inf->backoff_ms = 0;
     emit(inf, KUBE_SYNCED, NULL);
+}
+
+/* A paged list (or a 404) is applied: then the watch. */
+static void list_complete(struct kube_informer *inf)
+{
+    list_applied(inf);
     if (!inf->dead && inf->absent) /* not served: looked for again, it may be installed later */
         schedule(inf, NEXT_LIST, ABSENT_RETRY_MS);
     else if (!inf->dead)
@@ -863,11 +907,60 @@ static void on_list(void *ctx, const struct kube_resp *r)
     if (pg.items)
         apply_items(inf, pg.items, pg.items_len);
     if (!inf->dead) {
+        kube_client_counters(inf->c)->paged_lists++;
         set_rv(inf, str_at(meta, "resourceVersion"));
         list_complete(inf);
     }
     cJSON_Delete(meta);
     inf_leave(inf);
+}
+
+/* A streaming list's initial events are all in: its objects are the collection (synthetic
+ * deletes of the others, SYNCED), and the same watch goes on with the changes. */
+static void stream_applied(struct kube_informer *inf)
+{
+    inf->streaming = false;
+    if (inf->absent)
+        LOG_INFO("kube", "list %s: served now", inf->path);
+    inf->absent = false;
+    kube_client_counters(inf->c)->streamed_lists++;
+    list_applied(inf);
+}
+
+/* A streaming list ended before its initial events did (r: the watch's answer). A resource not
+ * served (404) is an empty list, as for a paged one; a server that refuses the request's
+ * parameters (a 4xx: the WatchList gate off answers 422, an older server refuses
+ * resourceVersionMatch on a watch) is listed in pages from now on, as client-go's reflector falls
+ * back to LIST; anything else (a cut, a 5xx, a 429, an ERROR event) streams again after a
+ * backoff. */
+static void stream_failed(struct kube_informer *inf, const struct kube_resp *r)
+{
+    inf->streaming = false;
+    if (r->status == 404) {
+        if (!inf->absent)
+            LOG_INFO("kube",
+                     "list %s: not served (HTTP 404): treated as empty, listed again every %d s",
+                     inf->path, ABSENT_RETRY_MS / 1000);
+        inf->absent = true;
+        list_complete(inf);
+        return;
+    }
+    if (r->status >= 400 && r->status < 500 && r->status != 410 && r->status != 429) {
+        LOG_WARN("kube", "list %s: streaming list refused (HTTP %d: %s): listing in pages",
+                 inf->path, r->status, r->error ? r->error : "");
+        kube_client_counters(inf->c)->stream_refused++;
+        inf->paged = true;
+        inf->relist = false;
+        start_list(inf);
+        return;
+    }
+    inf->relist = false;
+    uint64_t d = next_backoff(inf);
+    LOG_WARN("kube",
+             "list %s: streaming list ended before its initial events did (%s, HTTP %d): "
+             "again in %llu ms",
+             inf->path, r->error ? r->error : "cut", r->status, (unsigned long long)d);
+    schedule(inf, NEXT_LIST, d);
 }
 
 static int on_frame(void *ctx, const char *text, size_t len)
@@ -884,10 +977,17 @@ static int on_frame(void *ctx, const char *text, size_t len)
     int rc = 0;
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     if (!strcmp(type, "BOOKMARK")) {
+        const cJSON *ann = meta ? cJSON_GetObjectItemCaseSensitive(meta, "annotations") : NULL;
+        const char *end = ann ? str_at(ann, INITIAL_EVENTS_END) : NULL;
+        bool initial_end = end && !strcmp(end, "true");
         set_rv(inf, meta ? str_at(meta, "resourceVersion") : NULL);
         inf->got_event = true;
-        inf->bookmarked = true;
+        /* a streaming list's end comes whether or not the server sends this type periodic
+         * bookmarks: it does not hold the watch to the idle bound */
+        inf->bookmarked |= !initial_end;
         kube_client_counters(inf->c)->bookmarks++;
+        if (inf->streaming && initial_end)
+            stream_applied(inf);
     } else if (!strcmp(type, "ERROR")) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
         const char *msg = str_at(obj, "message");
@@ -910,7 +1010,8 @@ static int on_frame(void *ctx, const char *text, size_t len)
                 forget(inf, key);
             else if (!remember(inf, key, m, &known))
                 LOG_ERROR("kube", "watch %s: out of memory", inf->path);
-            set_rv(inf, str_at(m, "resourceVersion"));
+            if (!inf->streaming) /* initial events come in no order: only the end's version */
+                set_rv(inf, str_at(m, "resourceVersion"));
             inf->got_event = true;
             kube_client_counters(inf->c)->watch_events++;
             emit(inf, ev, obj);
@@ -942,6 +1043,10 @@ static void on_watch_done(void *ctx, const struct kube_resp *r)
     inf->req = NULL;
     uv_timer_stop(&inf->watchdog);
     struct kube_client_stats *st = kube_client_counters(inf->c);
+    if (inf->streaming) {
+        stream_failed(inf, r);
+        return;
+    }
     if (inf->got_event)
         inf->backoff_ms = 0;
     if (inf->relist || r->status == 410 || r->status == 404) { /* 404: the CRD went away */
@@ -983,6 +1088,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
     inf->fsel = o->field_selector && *o->field_selector ? strdup(o->field_selector) : NULL;
     inf->lsel = o->label_selector && *o->label_selector ? strdup(o->label_selector) : NULL;
     inf->page = o->page_size ? o->page_size : 500;
+    inf->paged = o->paged;
     inf->watch_timeout = o->watch_timeout_s;
     kube_framer_init(&inf->fr, WATCH_MAX_OBJECT);
     if (!inf->path || (o->field_selector && *o->field_selector && !inf->fsel) ||

@@ -46,7 +46,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 from fakeapi_dra import PG_CLAIMS_GATE
-from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CRD_COLUMNS, GATES_ON, RESOURCES, SERVED_GATED, dumps, fields_match,
+from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CRD_COLUMNS, GATES_ON, RESOURCES, SERVED_GATED, WATCHLIST_GATE, dumps, fields_match,
     labels_match, log_request, now_time, parse_field_selector, parse_label_selector)
 from fakeapi_admit import (LEASE_KEY, _WARNINGS, check_list_options, check_name, find_kind,
     prepare_create, served)
@@ -1017,15 +1017,19 @@ def preload_objects(store, path):
 
 
 def feature_gates(ap, text):
-    """--feature-gates Name=true,...: the gates of served resources (Res.gate) and of fields
-    (DRAWorkloadResourceClaims: a PodGroup's claims, fakeapi_dra.pg_claim_fields) turned on."""
+    """--feature-gates Name=true|false,...: the gates of served resources (Res.gate), of fields
+    (DRAWorkloadResourceClaims: a PodGroup's claims, fakeapi_dra.pg_claim_fields) and WatchList
+    (on unless turned off: streaming lists, check_list_options)."""
     for kv in (x for x in text.split(",") if x):
         name, _, val = kv.partition("=")
-        known = any(r.gate == name for r in RESOURCES) or name == PG_CLAIMS_GATE
+        known = any(r.gate == name for r in RESOURCES) or name in (PG_CLAIMS_GATE,
+                                                                     WATCHLIST_GATE)
         if not known or val not in ("true", "false"):
             ap.error(f"--feature-gates {kv}: not Name=true|false of a gate this server knows")
         if val == "true":
             GATES_ON.add(name)
+        else:
+            GATES_ON.discard(name)
 
 
 def main():

@@ -15,7 +15,7 @@ import copy
 import re
 import sys
 import threading
-from fakeapi_base import (ApiError, CRD_COLUMNS, CRDS, GATES_ON, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
+from fakeapi_base import (ApiError, CRD_COLUMNS, CRDS, GATES_ON, WATCHLIST_GATE, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
     now_time)
 from fakeapi_dra import check_allocation, check_pod_node_affinity, check_weight
 
@@ -684,8 +684,9 @@ def list_options_invalid(errs):
 
 
 def check_list_options(q, watch):
-    """validateListOptions and validateWatchOptions, the rules about resourceVersionMatch and
-    sendInitialEvents (WatchList on, as it is by default since 1.32)."""
+    """validateListOptions and validateWatchOptions (apimachinery
+    pkg/apis/meta/internalversion/validation), the rules about resourceVersionMatch and
+    sendInitialEvents; a watch with sendInitialEvents needs the WatchList gate (WATCHLIST_GATE)."""
     match, rv, cont = q.get("resourceVersionMatch") or "", q.get("resourceVersion") or "", \
         q.get("continue") or ""
     initial = q.get("sendInitialEvents")
@@ -694,6 +695,10 @@ def check_list_options(q, watch):
         if initial is not None and match != "NotOlderThan":
             errs.append((m, "Forbidden", "sendInitialEvents requires setting "
                                          "resourceVersionMatch to NotOlderThan"))
+        if initial is not None and WATCHLIST_GATE not in GATES_ON:
+            errs.append(("sendInitialEvents", "Forbidden", "sendInitialEvents is forbidden for "
+                                                           "watch unless the WatchList feature "
+                                                           "gate is enabled"))
         if match:
             if initial is None:
                 errs.append((m, "Forbidden", "resourceVersionMatch is forbidden for watch "

@@ -111,6 +111,11 @@ RESOURCES = [
 ]
 SERVED_GATED = set()  # "group/version" given with --serve-api
 GATES_ON = set()  # feature gates given as Name=true with --feature-gates
+# kube-apiserver's WatchList gate (streaming lists, sendInitialEvents): beta, on by default in
+# 1.32 and from 1.34 (off in 1.33; kubernetes/website feature-gates/WatchList.md); turned off
+# with --feature-gates WatchList=false
+WATCHLIST_GATE = "WatchList"
+GATES_ON.add(WATCHLIST_GATE)
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY = {r.key: r for r in RESOURCES}
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")

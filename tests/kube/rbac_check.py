@@ -15,7 +15,8 @@ Checks, each printed:
   - every request is allowed by a rule (the ClusterRole anywhere; the Role for the Lease, its
     resourceNames honoured except for create, which RBAC cannot limit by name);
   - every (apiGroup, resource, verb) the rules grant was requested at least once: nothing is
-    granted that the code does not call.
+    granted that the code does not call (a streaming list, a watch with sendInitialEvents=true,
+    also needs list: a server that refuses it is listed in pages, as e2e.py's does).
 Discovery (/api, /apis, /version, /openapi/...) is granted to every authenticated user by the
 built-in system:discovery role and is not checked. Exit 0 when both hold, 1 otherwise.
 """
@@ -99,6 +100,11 @@ def main():
             res = resource + ("/" + sub if sub else "")
             key = (group, res, verb)
             used.setdefault(key, (ns, name, fields[0] + " " + fields[1]))
+            if verb == "watch" and "sendInitialEvents=true" in fields[1]:
+                # a streaming list needs list too: on a server that refuses it (the WatchList
+                # gate off) the informer lists the collection in pages instead
+                used.setdefault((group, res, "list"),
+                                (ns, name, "the fallback of " + fields[0] + " " + fields[1]))
             if (group, res) == ("resource.k8s.io", "resourceclaims/status"):
                 # from 1.36 kube-apiserver also authorizes a write of allocation or reservedFor
                 # as the synthetic resourceclaims/binding with the same verb (issue 17)

@@ -3,9 +3,11 @@
 #
 # Starts tests/kube/fakeapi.py (TLS with a bearer token, loopback only) and drives the client
 # through build/tests/kubeprobe: requests with TLS and the token; a wrong token gives a clear 401;
-# 500s and a 429 with Retry-After (seconds, and an HTTP date) are retried; an informer lists and watches pods, survives a
-# dropped watch (reconnect), and after a 410 relists and reports an object deleted meanwhile as
-# a synthetic DELETED; two lease candidates elect one leader, and the other takes over after a
+# 500s and a 429 with Retry-After (seconds, and an HTTP date) are retried; an informer lists pods
+# as a streaming list (WatchList: its first stream cut before its end is streamed again) and
+# watches them, survives a dropped watch (reconnect), and after a 410 lists again and reports an
+# object deleted meanwhile as a synthetic DELETED; asked to, it lists in pages of one; against a
+# server with the WatchList gate off (422) it falls back to pages, as client-go's reflector does; two lease candidates elect one leader, and the other takes over after a
 # release and after the leader stops renewing, within the lease duration.
 # Every wait is bounded; the server and probes are killed on exit. Environment: BUILD.
 set -u
@@ -107,15 +109,34 @@ t=$(sed -n '1s/^t=\([0-9]*\) .*/\1/p' "$D/r.out")
 ok "429 with an HTTP-date Retry-After waited ${t} ms"
 
 # ---- informer -----------------------------------------------------------------------------------
-# The first watch is cut after one event; watches time out every 3 s.
-fault '{"type":"drop-watch","afterEvents":1,"count":1,"path":"/pods"}'
+# In pages of one (a streaming list not asked for): two list requests, no streaming watch.
 req POST $PODS "$(pod p0)" >/dev/null || fail "create p0"
-KUBEPROBE_PAGE=1 KUBEPROBE_WATCH_TIMEOUT=3 timeout 90 "$P" watch "$KC" /api/v1/pods 80 "$D/stop" >"$D/watch.out" 2>"$D/watch.err" &
+lists() { req GET /_fake/stats | tr -d ' \n' | sed -n "s/.*\"$1pods\":\([0-9]*\).*/\1/p"; }
+l0=$(lists list)
+KUBEPROBE_PAGED=1 KUBEPROBE_PAGE=1 timeout 30 "$P" watch "$KC" /api/v1/pods 20 "$D/stop-p" >"$D/paged.out" 2>"$D/paged.err" &
+pids="$pids $!"
+waitfor "$D/paged.out" "SYNCED" 10 || fail "no SYNCED in pages"
+grep -q "ADDED default/p1 " "$D/paged.out" && grep -q "ADDED default/p0 " "$D/paged.out" ||
+    fail "p0 and p1 not listed in pages"
+touch "$D/stop-p"
+waitfor "$D/paged.out" "STATS" 10 || fail "paged probe did not stop"
+grep -q "paged_lists=1 streamed_lists=0 " "$D/paged.out" || fail "paged: $(grep STATS "$D/paged.out")"
+[ $(($(lists list) - ${l0:-0})) -ge 2 ] || fail "pages of one: $(($(lists list) - ${l0:-0})) list requests"
+ok "list in pages of one: p0 and p1 ADDED, SYNCED, no streaming list"
+
+# As a streaming list, the first stream cut after one event (before its end): streamed again
+# whole; watches time out every 3 s.
+fault '{"type":"drop-watch","afterEvents":1,"count":1,"path":"/pods"}'
+l0=$(lists list)
+KUBEPROBE_WATCH_TIMEOUT=3 timeout 90 "$P" watch "$KC" /api/v1/pods 80 "$D/stop" >"$D/watch.out" 2>"$D/watch.err" &
 pids="$pids $!"
 waitfor "$D/watch.out" "SYNCED" 10 || fail "no initial SYNCED"
 grep -q "ADDED default/p1 " "$D/watch.out" || fail "p1 not listed"
 grep -q "ADDED default/p0 " "$D/watch.out" || fail "p0 not listed"
-ok "list in pages of one: p0 and p1 ADDED, SYNCED"
+grep -q "streaming list ended before its initial events did" "$D/watch.err" ||
+    fail "the cut stream: $(cat "$D/watch.err")"
+[ "$(lists list)" = "$l0" ] || fail "a streaming list made list requests ($l0 -> $(lists list))"
+ok "streaming list: cut before its end, streamed again; p0 and p1 ADDED, SYNCED, no LIST"
 req POST $PODS "$(pod p2)" >/dev/null || fail "create p2"
 waitfor "$D/watch.out" "ADDED default/p2 " 10 || fail "watch: no ADDED p2"
 req POST $PODS "$(pod p3)" >/dev/null || fail "create p3"
@@ -152,8 +173,35 @@ relists=$(echo "$st" | sed 's/.*relists=\([0-9]*\).*/\1/')
 reconnects=$(echo "$st" | sed 's/.*reconnects=\([0-9]*\).*/\1/')
 [ "$relists" -ge 1 ] || fail "relists=$relists"
 [ "$reconnects" -ge 3 ] || fail "reconnects=$reconnects"
+echo "$st" | grep -q "paged_lists=0 streamed_lists=2 stream_refused=0" ||
+    fail "the streaming lists (the first and after the 410): $st"
 grep -q "malformed" "$D/watch.err" && fail "malformed events: $(cat "$D/watch.err")"
 ok "informer counters: relists=$relists reconnects=$reconnects"
+
+# A server with the WatchList gate off answers the streaming list 422: listed in pages from then on.
+python3 tests/kube/fakeapi.py --port 0 --port-file "$D/port2" --kubeconfig-out "$D/kc2" \
+    --token "tok-$$" --feature-gates WatchList=false >"$D/fake2.log" 2>&1 &
+pids="$pids $!"
+i=0
+while [ ! -s "$D/port2" ] || [ ! -s "$D/kc2" ]; do
+    i=$((i + 1))
+    [ "$i" -gt 150 ] && fail "second fake API server did not start in 15 s"
+    sleep 0.1
+done
+timeout 30 "$P" request "$D/kc2" POST $PODS "$(pod q0)" >/dev/null || fail "create q0"
+timeout 30 "$P" watch "$D/kc2" /api/v1/pods 20 "$D/stop2" >"$D/gate.out" 2>"$D/gate.err" &
+pids="$pids $!"
+waitfor "$D/gate.out" "SYNCED" 10 || fail "no SYNCED with the WatchList gate off"
+grep -q "ADDED default/q0 " "$D/gate.out" || fail "q0 not listed with the gate off"
+grep -qF 'streaming list refused (HTTP 422: ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled): listing in pages' "$D/gate.err" ||
+    fail "the refusal: $(cat "$D/gate.err")"
+timeout 30 "$P" request "$D/kc2" POST $PODS "$(pod q1)" >/dev/null || fail "create q1"
+waitfor "$D/gate.out" "ADDED default/q1 " 10 || fail "no watch after the paged fallback"
+touch "$D/stop2"
+waitfor "$D/gate.out" "STATS" 10 || fail "gate probe did not stop"
+grep -q "paged_lists=1 streamed_lists=0 stream_refused=1" "$D/gate.out" ||
+    fail "gate off: $(grep STATS "$D/gate.out")"
+ok "WatchList gate off: the 422 names the gate, listed in pages, then watched"
 
 # ---- leader election ----------------------------------------------------------------------------
 lead_w() { sed -n "s/^t=[0-9]* w=\([0-9]*\) $2 $3\$/\1/p" "$1" | head -1; }

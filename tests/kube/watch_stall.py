@@ -15,7 +15,8 @@ this test never writes (Volcano PodGroups, ResourceClaims, ResourceSlices), to w
 server, like kube-apiserver's watch cache, sends no bookmark at all; their watches are not started
 again (a watchdog that held every watch to the idle bound once any watch got a bookmark abandoned
 them every 2 s: 13 abandoned instead of 1). Then the bounds that hold without bookmarks, on an informer of build/tests/kubeprobe
-(its own client, which has seen none): a watch stalled before its response headers is abandoned
+(its own client, which has seen none; the bookmark ending a streaming list's initial events does
+not count): a watch stalled before its response headers is abandoned
 after watch_idle (1 s), one stalled right after them 1 s (min(30 s, watch_idle)) past the
 timeoutSeconds=2 it asked for; a pod created after the stalls is seen.
 Built on tests/kube/e2e.py's helpers; every wait is bounded.
@@ -122,8 +123,11 @@ def past_deadline(c, kubeconfig):
     def text(path):
         with open(path) as f:
             return f.read()
-    check("the probe's watch stalls", wait_for(lambda: stats(c)["watch_stalls"] >= 2, 10)
-          and "SYNCED" in text(out_path))
+    # the first streaming list stalls before its headers, the second right after its initial
+    # events (SYNCED): the pod created next comes only once that watch is abandoned
+    check("the probe's watch stalls", wait_for(
+        lambda: stats(c)["watch_stalls"] >= 2 and "SYNCED" in text(out_path), 10),
+        "%s %s %s" % (stats(c)["watch_stalls"], text(out_path), text(err_path)))
     t0 = time.time()
     pod = e2e.pod("late-0", "late", 1)
     pod["metadata"]["namespace"] = "probe"

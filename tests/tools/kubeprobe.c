@@ -17,7 +17,8 @@
  *       after SECONDS it releases the lease ("... RELEASED ID") or exits without renewing
  *       ("... STOPPED ID").
  * Environment: KUBEPROBE_WATCH_TIMEOUT (watch timeoutSeconds, default 30), KUBEPROBE_WATCH_IDLE
- * (the client's watch_idle_ms), KUBEPROBE_PAGE (list page size), KUBEPROBE_LEASE.
+ * (the client's watch_idle_ms), KUBEPROBE_PAGE (list page size), KUBEPROBE_PAGED (set: list in
+ * pages, never a streaming list), KUBEPROBE_LEASE.
  * Exit status 2 on usage or setup errors.
  */
 #include <stdio.h>
@@ -75,11 +76,13 @@ static void print_stats(void)
     struct kube_client_stats s;
     kube_client_stats(client, &s);
     printf("t=%llu STATS requests=%llu retries=%llu errors=%llu throttled=%llu relists=%llu "
-           "reconnects=%llu watch_events=%llu\n",
+           "reconnects=%llu watch_events=%llu paged_lists=%llu streamed_lists=%llu "
+           "stream_refused=%llu\n",
            ms(), (unsigned long long)s.requests, (unsigned long long)s.retries,
            (unsigned long long)s.errors, (unsigned long long)s.throttled,
            (unsigned long long)s.relists, (unsigned long long)s.reconnects,
-           (unsigned long long)s.watch_events);
+           (unsigned long long)s.watch_events, (unsigned long long)s.paged_lists,
+           (unsigned long long)s.streamed_lists, (unsigned long long)s.stream_refused);
     fflush(stdout);
 }
 
@@ -233,6 +236,7 @@ int main(int argc, char **argv)
                                         .watch_timeout_s = wt ? (uint32_t)atoi(wt) : 30};
         const char *page = getenv("KUBEPROBE_PAGE");
         io.page_size = page ? (uint32_t)atoi(page) : 0;
+        io.paged = getenv("KUBEPROBE_PAGED") != NULL; /* never a streaming list */
         if (kube_informer_new(client, &io, on_event, NULL, &informer, &eb) != 0) {
             fprintf(stderr, "kubeprobe: %s\n", eb.msg);
             return 2;
