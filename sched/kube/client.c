@@ -375,20 +375,18 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    /* over TLS a request waits to share the connection being opened (ALPN tells at the end of
+     * the handshake whether it multiplexes; not waiting opened a second connection at every
+     * start); plain HTTP is HTTP/1.1 (2TLS), which never multiplexes, and waiting there is only
+     * harm: curl 7.88 decides only when another transfer's response comes, and a watch's never
+     * ends (the informers' streaming lists, all opened at start, waited for the first one) */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, c->https ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     if (!r->stream) {
         int64_t t = r->timeout_ms && r->timeout_ms < c->timeout_ms ? r->timeout_ms : c->timeout_ms;
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)t);
-        /* a request with its own deadline (the Lease's) never waits for another transfer's
-         * connection to tell whether it multiplexes over plain HTTP: that is known only when a
-         * response comes, and curl 7.88 does not time out a transfer waiting for it. Over TLS
-         * ALPN tells at the end of the handshake (bounded by the connect timeout); not waiting
-         * for it there opened a second connection at every start (the first Lease request) */
-        if (r->timeout_ms && !c->https)
-            curl_easy_setopt(e, CURLOPT_PIPEWAIT, 0L);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     }
     if (c->connect_to)

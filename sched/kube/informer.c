@@ -77,6 +77,9 @@ static void framer_compact(struct kube_framer *f, size_t i)
     f->scan = i;
 }
 
+/* The bytes that can change the framer's state: between them it skips whole runs. */
+static const unsigned char frame_sig[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['\\'] = 1};
+
 int kube_framer_feed(struct kube_framer *f, const char *data, size_t n, kube_frame_fn *fn,
                      void *ctx, struct sched_errbuf *eb)
 {
@@ -94,17 +97,34 @@ int kube_framer_feed(struct kube_framer *f, const char *data, size_t n, kube_fra
     f->len += n;
     size_t i = f->scan;
     while (i < f->len) {
-        char ch = f->buf[i];
-        if (f->depth == 0) {
-            if (ch == '{') {
-                f->depth = 1;
-                f->start = i;
-                f->in_str = f->esc = false;
+        if (f->depth == 0) { /* between objects: only a '{' starts one */
+            const char *o = memchr(f->buf + i, '{', f->len - i);
+            if (!o) {
+                i = f->len;
+                break;
             }
-        } else if (f->in_str) {
-            if (f->esc)
-                f->esc = false;
-            else if (ch == '\\')
+            i = (size_t)(o - f->buf);
+            f->depth = 1;
+            f->start = i++;
+            f->in_str = f->esc = false;
+            continue;
+        }
+        if (f->esc) { /* the byte after a backslash in a string, whatever it is */
+            f->esc = false;
+            i++;
+        } else {
+            while (i < f->len && !frame_sig[(unsigned char)f->buf[i]])
+                i++;
+        }
+        if (i - f->start > f->max_obj) {
+            kube_framer_reset(f);
+            return sched_fail(eb, SCHED_ERANGE, "watch event larger than %zu bytes", f->max_obj);
+        }
+        if (i >= f->len)
+            break;
+        char ch = f->buf[i];
+        if (f->in_str) {
+            if (ch == '\\')
                 f->esc = true;
             else if (ch == '"')
                 f->in_str = false;
@@ -126,10 +146,6 @@ int kube_framer_feed(struct kube_framer *f, const char *data, size_t n, kube_fra
             }
         }
         i++;
-        if (f->depth > 0 && i - f->start > f->max_obj) {
-            kube_framer_reset(f);
-            return sched_fail(eb, SCHED_ERANGE, "watch event larger than %zu bytes", f->max_obj);
-        }
     }
     framer_compact(f, i);
     return 0;

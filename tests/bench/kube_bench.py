@@ -42,7 +42,8 @@ exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times 
 Usage: python3 tests/bench/kube_bench.py [--bin bin]
        [--only startup|throughput|mixed|scale|idle|ours|kubelet] [--keep]
   KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler;
-  KBENCH_IDLE_PERF=/tmp/perf.data profiles the idle case's cycles after a change alone.
+  KBENCH_IDLE_PERF=/tmp/perf.data profiles the idle case's cycles after a change alone;
+  KBENCH_SCHED_ARGS="--kube-paged-lists" adds flags to `gangsched run` (cases 1 to 7).
 Not a unit test: run by `make bench` only.
 """
 
@@ -304,7 +305,8 @@ def run_case(args, tmp, label, preloads, loads, expect_binds, timeout, kubelet=F
                               "--leader-elect", "false", "--listen", "127.0.0.1:0",
                               "--kube-qps", "20000",
                               "--kube-burst", "20000", "--log-level",
-                              os.environ.get("KBENCH_LOG_LEVEL", "warn")],
+                              os.environ.get("KBENCH_LOG_LEVEL", "warn")] +
+                             os.environ.get("KBENCH_SCHED_ARGS", "").split(),
                              stdout=slog, stderr=slog)
     procs.append(sched)
     st = {}
