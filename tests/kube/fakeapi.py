@@ -219,6 +219,15 @@ class Watch:
             return False
         return not self.fsel or fields_match(self.fsel, obj)
 
+    def matches_entry(self, e):
+        """matches() of a stored Entry, its field selector read from the entry's field set."""
+        meta = e.obj["metadata"]
+        if self.ns is not None and meta.get("namespace") != self.ns:
+            return False
+        if self.lsel and not labels_match(self.lsel, meta.get("labels")):
+            return False
+        return not self.fsel or e.fields_match(self.fsel)
+
     def error_line(self, rv_text, oldest):
         self.app.stats.add("watch_expired")
         st = ApiError(410, f"too old resource version: {rv_text} ({oldest})").status()
@@ -233,20 +242,22 @@ class Watch:
                                                     "metadata": meta}}) + b"\n"
 
     def initial_events(self, q):
-        """The lines sent first (the objects as ADDED from resourceVersion "" or "0", or with
-        sendInitialEvents; an ERROR 410 from an expired one or with gone-watch), and the cursor
-        they leave. A resourceVersion that is not a number is a 400."""
-        store, rv_param, first = self.store, q.get("resourceVersion") or "", []
+        """What is sent first: the stored objects sent as ADDED (from resourceVersion "" or "0",
+        or with sendInitialEvents; Entry objects, never changed once stored, so the snapshot is
+        taken under the lock and sent without it), then lines (the BOOKMARK ending a streaming
+        list's initial events; an ERROR 410 from an expired version or with gone-watch); and the
+        cursor they leave. A resourceVersion that is not a number is a 400."""
+        store, rv_param, first, added = self.store, q.get("resourceVersion") or "", [], []
         with store.lock:
             if self.gone:
                 first.append(self.error_line(rv_param or "0", store.compacted))
                 self.cursor = None
             elif rv_param in ("", "0") or q.get("sendInitialEvents") == "true":
+                # from the stored objects as a list reads them: the sorted keys kept, each
+                # object's field set (Entry.fields_match), as the watch cache's store
                 table = store.objects[self.key]
-                for k in sorted(table):
-                    e = table[k]
-                    if self.matches(e.obj):
-                        first.append(b'{"type":"ADDED","object":' + e.raw + b"}\n")
+                added = [e for e in (table[k] for k in store._sorted_keys(self.key))
+                         if self.matches_entry(e)]
                 self.cursor = store.rv
                 if q.get("sendInitialEvents") == "true" and self.bookmarks:
                     first.append(self.bookmark(self.cursor, initial_end=True))
@@ -257,7 +268,7 @@ class Watch:
                 if self.cursor < store.compacted:
                     first.append(self.error_line(rv_param, store.compacted))
                     self.cursor = None
-        return first
+        return added, first
 
     def start(self):
         """The deadlines, from now (the answer's headers sent): timeoutSeconds, drop-watch's
@@ -699,7 +710,7 @@ class Handler(BaseHTTPRequestHandler):
         w = Watch(app, res, ns, name, q, path)
         if w.stall and str(w.stall.get("beforeHeaders", "")).lower() in ("true", "1"):
             return self.stall_watch()
-        first = w.initial_events(q)
+        added, first = w.initial_events(q)
         app.stats.add("watches_started")
         app.stats.add("watches_active")
         self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -708,7 +719,11 @@ class Handler(BaseHTTPRequestHandler):
         app.stats.code(200)
         w.start()
         try:
-            if first:
+            for i in range(0, len(added), 1000):  # sent as made, a batch at a time
+                if not w.dropped():
+                    self.watch_write(w, w.cut([b'{"type":"ADDED","object":' + e.raw + b"}\n"
+                                               for e in added[i:i + 1000]]))
+            if first and not w.dropped():
                 self.watch_write(w, w.cut(first))
             while w.cursor is not None and not w.dropped():
                 out = w.cut(w.next_lines())
@@ -721,8 +736,13 @@ class Handler(BaseHTTPRequestHandler):
             app.stats.add("watches_active", -1)
 
     def watch_write(self, w, lines):
-        """Sends a watch's event lines, one chunk each, and counts them."""
-        self.wfile.write(b"".join(b"%x\r\n" % len(x) + x + b"\r\n" for x in lines))
+        """Sends a watch's event lines in one chunk, and counts them. (kube-apiserver flushes
+        after each event; where chunks end means nothing to a client, which frames the JSON
+        objects itself, and one chunk keeps a streaming list of 500,000 pods cheap here.)"""
+        data = b"".join(lines)
+        self.wfile.write(b"%x\r\n" % len(data))
+        self.wfile.write(data)
+        self.wfile.write(b"\r\n")
         w.sent += len(lines)
         self.server.app.stats.add("watch_events", len(lines))
 
