@@ -180,45 +180,40 @@ out:
     return ms;
 }
 
-int bench_kube_build(struct table *t)
+/* Two rows: the build of one case at size n and at 10 n (on n_nodes nodes; 0: the claim case),
+ * the second's ratio the cost per `unit` against the first's; 1 on an error, or when the builds
+ * did not offer `offered` and `offered10` gangs. */
+static int kb_rows(struct table *t, uint32_t n_nodes, uint32_t n, const char *row,
+                   const char *row10, const char *unit, uint32_t offered, uint32_t offered10)
 {
     uint32_t n1 = 0, n10 = 0;
-    double base = kb_time(5000, 1250, &n1), big = base > 0 ? kb_time(5000, 12500, &n10) : 0;
+    double base = kb_time(n_nodes, n, &n1), big = base > 0 ? kb_time(n_nodes, 10 * n, &n10) : 0;
     if (base <= 0 || big <= 0)
         return 1;
-    struct row *r = row_add(t, "12 kube build, 1250 waiting gangs x 8, 5000 nodes");
+    struct row *r = row_add(t, row);
     if (!r)
         return 1;
-    snprintf(r->value, sizeof(r->value), "%.1f ms", base);
-    snprintf(r->ratio, sizeof(r->ratio), "%u gangs offered", n1);
-    if (!(r = row_add(t, "  12500 waiting gangs x 8, 5000 nodes")))
+    snprintf(r->value, sizeof(r->value), "%.2f ms", base);
+    snprintf(r->ratio, sizeof(r->ratio), "%u gang%s offered", n1, n1 == 1 ? "" : "s");
+    if (!(r = row_add(t, row10)))
         return 1;
-    snprintf(r->value, sizeof(r->value), "%.1f ms", big);
-    snprintf(r->ratio, sizeof(r->ratio), "%.2fx per gang at 1250", ratio(big / 10, base));
-    if (n1 == 1250 && n10 == 12500)
+    snprintf(r->value, sizeof(r->value), "%.2f ms", big);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx per %s at %u", ratio(big / 10, base), unit, n);
+    if (n1 == offered && n10 == offered10)
         return 0;
-    fprintf(stderr, "bench: kube build offered %u and %u gangs, not 1250 and 12500\n", n1, n10);
+    fprintf(stderr, "bench: %s: %u and %u gangs offered, not %u and %u\n", row, n1, n10, offered,
+            offered10);
     return 1;
+}
+
+int bench_kube_build(struct table *t)
+{
+    return kb_rows(t, 5000, 1250, "12 kube build, 1250 waiting gangs x 8, 5000 nodes",
+                   "  12500 waiting gangs x 8, 5000 nodes", "gang", 1250, 12500);
 }
 
 int bench_kube_claim(struct table *t)
 {
-    uint32_t n1 = 0, n10 = 0;
-    double base = kb_time(0, 2600, &n1), big = base > 0 ? kb_time(0, 26000, &n10) : 0;
-    if (base <= 0 || big <= 0)
-        return 1;
-    struct row *r = row_add(t, "12 kube build, 2600 pods of a PodGroup on one claim");
-    if (!r)
-        return 1;
-    snprintf(r->value, sizeof(r->value), "%.2f ms", base);
-    snprintf(r->ratio, sizeof(r->ratio), "%u gang offered", n1);
-    if (!(r = row_add(t, "  26000 pods on one claim")))
-        return 1;
-    snprintf(r->value, sizeof(r->value), "%.2f ms", big);
-    snprintf(r->ratio, sizeof(r->ratio), "%.2fx per pod at 2600", ratio(big / 10, base));
-    if (n1 == 1 && n10 == 1)
-        return 0;
-    fprintf(stderr, "bench: the PodGroup on one claim was offered %u and %u times, not once\n", n1,
-            n10);
-    return 1;
+    return kb_rows(t, 0, 2600, "12 kube build, 2600 pods of a PodGroup on one claim",
+                   "  26000 pods on one claim", "pod", 1, 1);
 }

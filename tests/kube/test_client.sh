@@ -47,16 +47,23 @@ waitfor() {
     return 1
 }
 
-python3 tests/kube/fakeapi.py --port 0 --port-file "$D/port" --kubeconfig-out "$D/kc" \
-    --token "tok-$$" --bookmark-interval 1 >"$D/fake.log" 2>&1 &
-pids="$!"
-i=0
-while [ ! -s "$D/port" ] || [ ! -s "$D/kc" ]; do
-    i=$((i + 1))
-    [ "$i" -gt 150 ] && fail "fake API server did not start in 15 s"
-    sleep 0.1
-done
-KC=$D/kc
+# start_fake NAME ARGS...: a fake API server (TLS, the token) whose port, kubeconfig and log are
+# $D/NAME.port, $D/NAME.kc and $D/NAME.log; waits until it listens
+start_fake() {
+    n=$1
+    shift
+    python3 tests/kube/fakeapi.py --port 0 --port-file "$D/$n.port" --kubeconfig-out "$D/$n.kc" \
+        --token "tok-$$" "$@" >"$D/$n.log" 2>&1 &
+    pids="$pids $!"
+    i=0
+    while [ ! -s "$D/$n.port" ] || [ ! -s "$D/$n.kc" ]; do
+        i=$((i + 1))
+        [ "$i" -gt 150 ] && fail "fake API server $n did not start in 15 s"
+        sleep 0.1
+    done
+}
+start_fake fake --bookmark-interval 1
+KC=$D/fake.kc
 req() { timeout 30 "$P" request "$KC" "$@"; }
 pod() { printf '{"metadata":{"name":"%s"},"spec":{"containers":[{"name":"c","image":"x"}]}}' "$1"; }
 fault() { req POST /_fake/faults "$1" >/dev/null || fail "cannot add fault $1"; }
@@ -179,23 +186,15 @@ grep -q "malformed" "$D/watch.err" && fail "malformed events: $(cat "$D/watch.er
 ok "informer counters: relists=$relists reconnects=$reconnects"
 
 # A server with the WatchList gate off answers the streaming list 422: listed in pages from then on.
-python3 tests/kube/fakeapi.py --port 0 --port-file "$D/port2" --kubeconfig-out "$D/kc2" \
-    --token "tok-$$" --feature-gates WatchList=false >"$D/fake2.log" 2>&1 &
-pids="$pids $!"
-i=0
-while [ ! -s "$D/port2" ] || [ ! -s "$D/kc2" ]; do
-    i=$((i + 1))
-    [ "$i" -gt 150 ] && fail "second fake API server did not start in 15 s"
-    sleep 0.1
-done
-timeout 30 "$P" request "$D/kc2" POST $PODS "$(pod q0)" >/dev/null || fail "create q0"
-timeout 30 "$P" watch "$D/kc2" /api/v1/pods 20 "$D/stop2" >"$D/gate.out" 2>"$D/gate.err" &
+start_fake gateoff --feature-gates WatchList=false
+timeout 30 "$P" request "$D/gateoff.kc" POST $PODS "$(pod q0)" >/dev/null || fail "create q0"
+timeout 30 "$P" watch "$D/gateoff.kc" /api/v1/pods 20 "$D/stop2" >"$D/gate.out" 2>"$D/gate.err" &
 pids="$pids $!"
 waitfor "$D/gate.out" "SYNCED" 10 || fail "no SYNCED with the WatchList gate off"
 grep -q "ADDED default/q0 " "$D/gate.out" || fail "q0 not listed with the gate off"
 grep -qF 'streaming list refused (HTTP 422: ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled): listing in pages' "$D/gate.err" ||
     fail "the refusal: $(cat "$D/gate.err")"
-timeout 30 "$P" request "$D/kc2" POST $PODS "$(pod q1)" >/dev/null || fail "create q1"
+timeout 30 "$P" request "$D/gateoff.kc" POST $PODS "$(pod q1)" >/dev/null || fail "create q1"
 waitfor "$D/gate.out" "ADDED default/q1 " 10 || fail "no watch after the paged fallback"
 touch "$D/stop2"
 waitfor "$D/gate.out" "STATS" 10 || fail "gate probe did not stop"
