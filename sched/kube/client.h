@@ -198,8 +198,9 @@ struct kube_informer;
 /* Starts listing at once. Behaviour (as client-go's reflector): a streaming list (WatchList,
  * KEP-3157, on by default in kube-apiserver 1.32 and since 1.34: a watch with
  * sendInitialEvents=true that sends every object as ADDED, then a BOOKMARK annotated
- * k8s.io/initial-events-end, then the changes), unless opts.paged or the server refused one (a
- * 4xx answer: from then on this informer lists in pages); or a paginated LIST
+ * k8s.io/initial-events-end, then the changes), unless opts.paged, the server refused one (a
+ * 4xx answer: from then on this informer lists in pages) or the resource is not served (404:
+ * looked for again with LISTs); or a paginated LIST
  * (limit/continue; an expired continue token restarts the list). Either way the items are
  * applied as ADDED or MODIFIED (objects already known by namespace/name) and DELETED for known
  * objects absent from the new list, then KUBE_SYNCED; then (a paged list) WATCH from the list's

@@ -484,7 +484,10 @@ static void start_stream(struct kube_informer *inf);
 
 static void start_list(struct kube_informer *inf)
 {
-    if (!inf->paged && !inf->cont) {
+    /* a resource found not served is looked for again with a LIST: a request, with a timeout,
+     * where a stream would wait for its watchdog (on a silent connection the timed-out request
+     * shuts the connection down: h2_blackhole.py) */
+    if (!inf->paged && !inf->cont && !inf->absent) {
         start_stream(inf);
         return;
     }
