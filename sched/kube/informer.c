@@ -480,7 +480,7 @@ static void on_list(void *ctx, const struct kube_resp *r);
 static void on_watch_done(void *ctx, const struct kube_resp *r);
 static int on_watch_data(void *ctx, const char *data, size_t n);
 
-static void start_stream(struct kube_informer *inf);
+static void open_watch(struct kube_informer *inf, bool stream);
 
 static void start_list(struct kube_informer *inf)
 {
@@ -488,7 +488,7 @@ static void start_list(struct kube_informer *inf)
      * where a stream would wait for its watchdog (on a silent connection the timed-out request
      * shuts the connection down: h2_blackhole.py) */
     if (!inf->paged && !inf->cont && !inf->absent) {
-        start_stream(inf);
+        open_watch(inf, true);
         return;
     }
     size_t cap = strlen(inf->path) + (inf->cont ? 3 * strlen(inf->cont) : 0) +
@@ -627,11 +627,6 @@ static void open_watch(struct kube_informer *inf, bool stream)
 static void start_watch(struct kube_informer *inf)
 {
     open_watch(inf, false);
-}
-
-static void start_stream(struct kube_informer *inf)
-{
-    open_watch(inf, true);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -938,10 +933,7 @@ static void on_list(void *ctx, const struct kube_resp *r)
  * deletes of the others, SYNCED), and the same watch goes on with the changes. */
 static void stream_applied(struct kube_informer *inf)
 {
-    inf->streaming = false;
-    if (inf->absent)
-        LOG_INFO("kube", "list %s: served now", inf->path);
-    inf->absent = false;
+    inf->streaming = false; /* never absent: a resource not served is looked for with LISTs */
     kube_client_counters(inf->c)->streamed_lists++;
     list_applied(inf);
 }
