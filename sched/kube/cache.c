@@ -354,6 +354,17 @@ bool kcache_claim_subs(const struct kcache *c, const struct kclaim *x, const cha
     return kclaims_subs(c->dra, x, node, sub);
 }
 
+int kcache_mig_pick(const struct kcache *c, const char *key, const char *node, const char **dev,
+                    const char **drv, const char **pool, uint32_t n_max, uint32_t *n)
+{
+    return kclaims_mig_pick(c->dra, key, node, dev, drv, pool, n_max, n);
+}
+
+void kcache_mig_release(const struct kcache *c, const char *key)
+{
+    kclaims_mig_release(c->dra, key);
+}
+
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
                               const char **driver, const char **pool)
 {

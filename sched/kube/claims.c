@@ -10,6 +10,7 @@
 #include "sched/core/log.h"
 #include "sched/core/strmap.h"
 #include "sched/kube/computedomain.h"
+#include "sched/kube/mig.h"
 
 /* The pods that reference one claim, sorted by key: consumers[0] holds its devices. */
 struct kcons {
@@ -35,6 +36,8 @@ struct kclaims {
     struct strmap classes;   /* DeviceClass name -> struct kdra_class* */
     struct strmap ext_own;   /* pod uid -> struct kclaim*: a KEP-5004 claim owned by the pod */
     struct kcd *cd;          /* ComputeDomains and their IMEX channels */
+    struct kmig *mig;        /* MIG devices and the claims that take them */
+    uint64_t classes_gen;    /* counts DeviceClass events (a MIG view is of one generation) */
     int class_res;           /* kclaims_configure: the GPU class's quota slot, or -1 */
 };
 
@@ -50,8 +53,9 @@ struct kclaims *kclaims_new(void)
     strmap_init(&c->classes);
     strmap_init(&c->ext_own);
     c->class_res = -1;
-    if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
+    if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new()) || !(c->mig = kmig_new())) {
         dra_inv_free(c->dra);
+        kcd_free(c->cd);
         free(c);
         return NULL;
     }
@@ -77,6 +81,7 @@ void kclaims_free(struct kclaims *c)
     strmap_fini(&c->ext_own);
     dra_inv_free(c->dra);
     kcd_free(c->cd);
+    kmig_free(c->mig);
     free(c);
 }
 
@@ -95,7 +100,8 @@ int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
     const char *name = kobj_str(obj, "metadata.name");
     if (!name)
         return 0;
-    if (kcd_slice_event(c->cd, obj, deleted) != 0) /* the ComputeDomain driver's channels */
+    if (kcd_slice_event(c->cd, obj, deleted) != 0 || /* the ComputeDomain driver's channels */
+        kmig_slice_event(c->mig, obj, deleted) != 0) /* MIG devices */
         return SCHED_ENOMEM;
     c->slices_gen++;
     if (deleted) {
@@ -119,6 +125,7 @@ int kclaims_class_event(struct kclaims *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "deviceclass without a metadata.name skipped");
         return 0;
     }
+    c->classes_gen++;
     if (deleted) {
         kdra_class_free(strmap_del(&c->classes, name));
         return 0;
@@ -161,6 +168,37 @@ static bool class_any(const struct kclaims *c, struct kdra_class *k, bool *every
     if (every)
         *every = k->every;
     return k->any;
+}
+
+static bool whole_of(const void *ctx, struct kdra_class *k)
+{
+    return class_any(ctx, k, NULL);
+}
+
+/* What sched/kube/mig.h needs of the classes. */
+static struct kmig_ctx mig_ctx(const struct kclaims *c)
+{
+    return (struct kmig_ctx){
+        .classes = &c->classes, .classes_gen = c->classes_gen, .whole = whole_of, .ctx = c};
+}
+
+struct kmig *kclaims_mig(const struct kclaims *c)
+{
+    return c->mig;
+}
+
+int kclaims_mig_pick(const struct kclaims *c, const char *key, const char *node, const char **dev,
+                     const char **drv, const char **pool, uint32_t n_max, uint32_t *n)
+{
+    const struct kclaim *x = kclaims_get(c, key);
+    struct kmig_ctx cx = mig_ctx(c);
+    *n = 0;
+    return x ? kmig_pick(c->mig, &cx, key, x, node, dev, drv, pool, n_max, n) : 0;
+}
+
+void kclaims_mig_release(const struct kclaims *c, const char *key)
+{
+    kmig_release(c->mig, key);
 }
 
 /* A claim leaving the map leaves the owner index too; returns it. */
@@ -219,7 +257,9 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return 0;
     }
     if (deleted) {
-        kdra_claim_free(ext_forget(c, strmap_del((struct strmap *)&c->claims, key)));
+        struct kclaim *gone = strmap_del((struct strmap *)&c->claims, key);
+        kmig_claim_changed(c->mig, key, gone, NULL);
+        kdra_claim_free(ext_forget(c, gone));
         return 0;
     }
     struct kclaim *cl = NULL;
@@ -229,7 +269,9 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return rc;
     if (rc) {
         LOG_WARN("kube", "resourceclaim skipped: error=%s", eb.msg);
-        kdra_claim_free(ext_forget(c, strmap_del((struct strmap *)&c->claims, key)));
+        struct kclaim *gone = strmap_del((struct strmap *)&c->claims, key);
+        kmig_claim_changed(c->mig, key, gone, NULL);
+        kdra_claim_free(ext_forget(c, gone));
         return 0;
     }
     void *old = NULL;
@@ -237,6 +279,7 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
         kdra_claim_free(cl);
         return SCHED_ENOMEM;
     }
+    kmig_claim_changed(c->mig, key, old, cl);
     kdra_claim_free(ext_forget(c, old));
     if (cl->ext_owner && strmap_put(&c->ext_own, cl->ext_owner, cl, NULL) != 0)
         return SCHED_ENOMEM;
@@ -619,9 +662,68 @@ static const char *adopt_why(const struct cluster *cl, const struct kpod *p, uin
     return NULL;
 }
 
+/* n more of resource r (a MIG profile's) in p's request, noted to be taken back; false when
+ * the pod's claims take more profiles than it notes. */
+static bool mig_put(struct kpod *p, int r, int64_t n)
+{
+    uint32_t j = 0, max = sizeof(p->mig) / sizeof(p->mig[0]);
+    if (r < 0 || r >= RES_MAX || n <= 0)
+        return true;
+    while (j < p->n_mig && p->mig[j].res != r)
+        j++;
+    if (j == max)
+        return false;
+    if (j == p->n_mig)
+        p->mig[p->n_mig++] = (struct kpod_mig){.res = (int16_t)r, .n = 0};
+    p->mig[j].n = (int16_t)(p->mig[j].n + n);
+    p->req.v[r] += n;
+    return true;
+}
+
+/* MIG claim x of pod p (index i; view: res, why from kmig_claim): its devices into p's request
+ * (an allocation's as allocated, else each request's count of its profile); what keeps the pod
+ * from placement, or NULL. */
+static const char *mig_demand(const struct kclaims *c, struct kpod *p, uint32_t i,
+                              const struct kclaim *x, const int16_t *res, const char *why,
+                              uint32_t users, struct arena *a)
+{
+    const char *key = p->claims[i];
+    bool ok = true;
+    if (x->allocated && x->n_alloc) {
+        const char *node = x->alloc_node ? x->alloc_node : x->alloc[0].pool;
+        for (uint32_t k = 0; k < x->n_alloc; k++)
+            ok &=
+                mig_put(p, kmig_device_res(c->mig, node, x->alloc[k].pool, x->alloc[k].device), 1);
+    } else {
+        for (uint32_t r = 0; !why && r < x->n_reqs && r < KDRA_MAX_REQS; r++)
+            ok &= mig_put(p, res[r], x->reqs[r].count);
+    }
+    if (p->node)
+        return NULL;
+    if (!why && !ok)
+        why = arena_printf(a, "pod %s: its claims take MIG devices of more than %u profiles",
+                           p->key, (unsigned)(sizeof(p->mig) / sizeof(p->mig[0])));
+    if (!why && users > 1)
+        why = arena_printf(a,
+                           "resourceclaim %s: a claim of MIG devices shared by several pods is "
+                           "not allocated by gangsched",
+                           key);
+    if (!why && x->deleting)
+        why = arena_printf(a, "resourceclaim %s is being deleted (deletionTimestamp set)", key);
+    if (!why && x->unsupported)
+        why = x->unsupported;
+    if (!why && !kdra_claim_free_for(x, kdra_who(p, i)))
+        why = arena_printf(a, "ResourceClaim %s is allocated to another consumer", key);
+    return why;
+}
+
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a)
 {
+    for (uint32_t j = 0; j < p->n_mig; j++) /* the last build's MIG devices */
+        p->req.v[p->mig[j].res] -= p->mig[j].n;
+    p->n_mig = 0;
+    struct kmig_ctx cx = mig_ctx(c);
     p->req.v[RES_GPU] = p->gpus_own;
     int cr = res_lookup(KCD_RESOURCE); /* channels: counted again below */
     if (cr >= 0)
@@ -651,6 +753,13 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
         const char *cw = NULL;
         if (!holds(c, p, p->claims[i], x)) { /* a shared claim's devices count once */
             why = why ? why : sw;
+            continue;
+        }
+        const int16_t *mres;
+        const char *mw;
+        if (kmig_claim(c->mig, &cx, p->claims[i], x, &mres, &mw)) { /* MIG devices (mig.h) */
+            mw = mig_demand(c, p, i, x, mres, mw, users, a);
+            why = why ? why : mw;
             continue;
         }
         p->req.v[RES_GPU] += x->gpus;
@@ -690,16 +799,24 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps)
 {
-    const struct kclaim *sel[8];
-    uint32_t n_sel = 0;
+    const struct kclaim *sel[8], *migs[8];
+    const int16_t *mig_res[8];
+    uint32_t n_sel = 0, n_mig = 0;
+    struct kmig_ctx cx = mig_ctx(c);
     const char *pin = NULL; /* the node of the allocated claims the pod adopts */
     bool apart = false;     /* two of them on different nodes: no node */
-    for (uint32_t i = 0; i < p->n_claims && n_sel < 8; i++) {
+    const char *mw;
+    for (uint32_t i = 0; i < p->n_claims && n_sel < 8 && n_mig < 8; i++) {
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
         if (x && i < 32 && (p->claims_adopt >> i) & 1u) {
             const char *at = alloc_node(cl, x);
             apart |= !at || (pin && strcmp(pin, at) != 0);
             pin = at ? at : pin;
+        } else if (x && kmig_claim(c->mig, &cx, p->claims[i], x, &mig_res[n_mig], &mw)) {
+            /* MIG devices: only nodes whose devices of the profile all suit it, unless every
+             * node's do (selectors naming the profile only) */
+            if (!mw && n_mig < 8 && !kmig_every_node(c->mig, &cx, p->claims[i], x))
+                migs[n_mig++] = x;
         } else if (x && kdra_claim_has_selectors(x)) {
             sel[n_sel++] = x;
         }
@@ -712,7 +829,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     bool every = false; /* the class accepts every GPU device: no node is kept off for it */
     if (ext)
         class_any(c, (struct kdra_class *)ext, &every);
-    if (n_sel == 0 && !pin && !apart && (!own || every))
+    if (n_sel == 0 && n_mig == 0 && !pin && !apart && (!own || every))
         return 0;
     bool all = false;
     for (uint32_t s = 0; s < n_sel; s++)
@@ -732,6 +849,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
                  (!via_ext || kdra_class_matches(ext, devs[g]));
         for (uint32_t s = 0; s < n_sel && ok; s++)
             ok = kdra_claim_node_ok(sel[s], &c->classes, devs, nd->n_gpus);
+        for (uint32_t s = 0; s < n_mig && ok; s++)
+            ok = kmig_node_ok(c->mig, &cx, migs[s], mig_res[s], nd->name);
         if (ok)
             names[k++] = nd->name;
     }
@@ -854,6 +973,11 @@ void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, cons
             int g = dra_inv_index(c->dra, node, x->alloc[k].pool, x->alloc[k].device);
             if (g >= 0 && g < 32)
                 mask |= 1u << g;
+        }
+        for (uint32_t k = 0; kmig_any(c->mig) && k < x->n_alloc; k++) { /* MIG devices */
+            int r = kmig_device_res(c->mig, node, x->alloc[k].pool, x->alloc[k].device);
+            if (r >= 0)
+                state[n].used.v[r]++;
         }
         int64_t add = bits_popc32(mask); /* GPUs, each device once */
         state[n].gpu_used |= mask;

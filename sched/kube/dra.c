@@ -482,6 +482,12 @@ static bool alt_accepts(const struct kclaim_alt *x, const struct strmap *classes
     return true;
 }
 
+bool kdra_alt_matches(const struct kclaim_alt *x, const struct strmap *classes,
+                      const struct cel_device *d)
+{
+    return alt_accepts(x, classes, &d, 1);
+}
+
 /* The first alternative of request q that accepts every device of devs[n], -1 none (a request
  * without any, an IMEX channel's: 0). */
 static int req_alt(const struct kclaim_req *q, const struct strmap *classes,

@@ -120,6 +120,8 @@ struct kdra_class {
      * does, as of slices generation any_gen - 1 (0: not known) */
     uint64_t any_gen;
     bool any, every;
+    uint64_t mig_gen; /* the same for MIG devices (sched/kube/mig.h) */
+    bool mig_any;
 };
 int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errbuf *eb);
 void kdra_class_free(struct kdra_class *k);
@@ -167,6 +169,9 @@ cJSON *kdra_claim_unprotect(void);
  * as in kube-scheduler: the device is not chosen. */
 bool kdra_claim_matches(const struct kclaim *c, const struct strmap *classes,
                         const struct cel_device *d);
+/* Whether alternative x's class (NULL: the accelerator's) and its own selectors accept d. */
+bool kdra_alt_matches(const struct kclaim_alt *x, const struct strmap *classes,
+                      const struct cel_device *d);
 /* Whether one class's selectors accept the device. */
 bool kdra_class_matches(const struct kdra_class *k, const struct cel_device *d);
 /* selectors, constraints, another DeviceClass, or allocationMode All */

@@ -470,6 +470,7 @@ struct kclaim_write {
     enum kube_method how;   /* of the status write */
     cJSON *status;          /* its body (owned until sent) */
     bool allocates;         /* the status write carries status.allocation */
+    bool mig;               /* of MIG devices it picked (kcache_mig_pick): released when answered */
     struct kshared *shared; /* a shared claim's one write (its answer is every consumer's) */
     uint32_t rereads;
     char key[KOBJ_KEY_MAX];
@@ -483,6 +484,12 @@ static void claim_written(struct kclaim_write *cw, const struct kube_resp *r)
 {
     struct kclaim_writes *w = cw->w;
     bool ok = r->status >= 200 && r->status < 300;
+    if (cw->mig) { /* its answer holds the devices now (the claim map's), the picks are done */
+        struct kdrv *d = w->b->gb->d;
+        if (ok && r->body && r->len)
+            kdrv_claim_answer_to_cache(d, r);
+        kcache_mig_release(d->cache, cw->key);
+    }
     /* a write answered 2xx reserved the claim for the pod; one without a definite answer may
      * have: both are undone if the gang rolls back (kdrv_unreserve_claims) */
     if (cw->idx < 32 && (ok || r->status == 0 || r->status == 429 || r->status >= 500)) {
@@ -736,6 +743,9 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
         const char *fail = "claim unknown or too few devices";
+        const char *md[32], *mdrv[32], *mpool[32]; /* MIG devices (sched/kube/mig.h) */
+        uint32_t mn = 0;
+        int mig = 0;
         bool adopt = i < 32 && (b->claims_adopt >> i) & 1u, listed = false, joins = false;
         if (adopt) {
             /* allocated already (by anyone): the pod (or its PodGroup, KEP-5729) is added to
@@ -753,6 +763,10 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         } else if (cl && cl->channels) {
             if ((ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL)
                 body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, &me, 1);
+        } else if (cl && (mig = kcache_mig_pick(d->cache, p->claims[i], b->node, md, mdrv, mpool,
+                                                32, &mn)) != 0) {
+            body = mig > 0 ? kdra_claim_allocation(cl, b->node, md, mdrv, mpool, mn, &me, 1) : NULL;
+            fail = "too few free MIG devices of the claim's profile on the node";
         } else if (cl && !claim_subs(d, cl, b->node, sub)) {
             fail = "no firstAvailable subrequest of the claim suits the node";
         } else if (cl && kdrv_shared(d, b->gb, p->claims[i], &s) != 0) {
@@ -775,6 +789,7 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         }
         *cw = (struct kclaim_write){.w = w, .idx = i, .how = how, .status = body};
         cw->allocates = !adopt; /* an adoption's patch leaves the allocation */
+        cw->mig = mig > 0;
         snprintf(cw->key, sizeof(cw->key), "%s", p->claims[i]);
         snprintf(cw->path, sizeof(cw->path),
                  "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", p->ns,

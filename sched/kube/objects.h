@@ -115,7 +115,13 @@ struct kpod {
      * since the epoch; 0: none, or not RFC 3339): the checkpoint handshake of a gang asked on its
      * pods, and a job's answer on any of its pods (sched/kube/driver_ckpt.c) */
     int64_t ckpt_asked_ms, ckpt_until_ms, ckpt_last_ms;
-    int64_t gpus_own;   /* GPUs its containers request (req adds its claims' at each build) */
+    int64_t gpus_own; /* GPUs its containers request (req adds its claims' at each build) */
+    struct kpod_mig { /* the MIG devices its claims added to req at the last build, per profile
+                         resource (sched/kube/mig.h; taken back before the next) */
+        int16_t res;
+        int16_t n;
+    } mig[4];
+    uint8_t n_mig;
     char *queue;        /* the pod's own queue label or annotation, NULL when none */
     char *user;         /* gangsched.io/user annotation, else label (kept once bound, for
                            run-time estimates per user), NULL when none */

@@ -20,6 +20,7 @@
 #include "sched/kube/claims.h"
 #include "sched/kube/computedomain.h"
 #include "sched/kube/dra.h"
+#include "sched/kube/mig.h"
 
 const struct cluster *kcache_cluster(const struct kcache *c)
 {
@@ -57,7 +58,8 @@ int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
     free(names);
     kclaims_configure(c->dra, cfg);                   /* quotaMapping of the GPU DeviceClass */
     if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
-        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
+        kcd_apply(kclaims_cd(c->dra), cl) < 0 ||      /* IMEX channels (computedomain.h) */
+        kmig_apply(kclaims_mig(c->dra), cl) < 0) {    /* MIG devices (mig.h) */
         cluster_free(cl);
         return SCHED_ENOMEM;
     }

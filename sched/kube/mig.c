@@ -1,0 +1,480 @@
+/* sched/kube/mig.c: MIG devices as DRA devices (see mig.h). */
+#include "sched/kube/mig.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/device.h"
+#include "sched/core/dra.h"
+#include "sched/core/log.h"
+#include "sched/core/res.h"
+#include "sched/k8s/slice.h"
+#include "sched/kube/objects.h"
+
+/* A claim as MIG, for one generation of the slices and the classes. */
+struct kmig_view {
+    const struct kclaim *x; /* the claim it was made for (dropped at the claim's events) */
+    uint64_t gen, classes_gen;
+    bool mig;
+    int every; /* kmig_every_node: 0 not known, 1 yes, 2 no */
+    char *why;
+    int16_t res[KDRA_MAX_REQS];
+};
+
+struct kmig {
+    struct dra_inv *inv; /* type "mig" devices of the accelerator's driver */
+    uint64_t gen;        /* counts slice events */
+    uint64_t any_gen;    /* kmig_any's answer, of generation any_gen - 1 */
+    bool any;
+    struct strmap taken;   /* "pool\x1fdevice" -> (uintptr_t) allocated claims naming it */
+    struct strmap pending; /* "pool\x1fdevice" -> claim key (malloc'd): picked, write in flight */
+    struct strmap views;   /* claim key -> struct kmig_view* */
+};
+
+struct kmig *kmig_new(void)
+{
+    struct kmig *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    if (!(m->inv = dra_inv_new())) {
+        free(m);
+        return NULL;
+    }
+    strmap_init(&m->taken);
+    strmap_init(&m->pending);
+    strmap_init(&m->views);
+    return m;
+}
+
+static void view_free(struct kmig_view *v)
+{
+    if (v)
+        free(v->why);
+    free(v);
+}
+
+void kmig_free(struct kmig *m)
+{
+    if (!m)
+        return;
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&m->pending, &i, &k, &v);)
+        free(v);
+    for (size_t i = 0; strmap_next(&m->views, &i, &k, &v);)
+        view_free(v);
+    strmap_fini(&m->taken);
+    strmap_fini(&m->pending);
+    strmap_fini(&m->views);
+    dra_inv_free(m->inv);
+    free(m);
+}
+
+int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted)
+{
+    const char *name = kobj_str(obj, "metadata.name");
+    const char *driver = device_dra()->driver;
+    if (!name)
+        return 0;
+    m->gen++;
+    if (deleted || !driver) {
+        dra_inv_remove(m->inv, name);
+        return 0;
+    }
+    struct sched_errbuf eb;
+    int rc = k8s_slice_put_type(m->inv, obj, driver, KMIG_TYPE, &eb);
+    if (rc == SCHED_EINVAL) { /* logged by the GPU inventory, which reads the same slice */
+        dra_inv_remove(m->inv, name);
+        return 0;
+    }
+    return rc;
+}
+
+static bool any_device(const struct cel_device *d, const void *ctx)
+{
+    (void)d;
+    (void)ctx;
+    return true;
+}
+
+bool kmig_any(const struct kmig *m)
+{
+    struct kmig *w = (struct kmig *)m; /* a cache, not state */
+    if (w->any_gen != w->gen + 1) {
+        w->any = dra_inv_any(w->inv, any_device, NULL);
+        w->any_gen = w->gen + 1;
+    }
+    return w->any;
+}
+
+/* The profile resource of MIG device d (its attribute "profile", unqualified or in its driver's
+ * domain), interned at first sight; -1 when it has none or the name is no resource name. */
+static int dev_res(const struct cel_device *d)
+{
+    const char *prof = NULL;
+    for (uint32_t k = 0; d && k < d->n_attrs && !prof; k++) {
+        const struct cel_attr *a = &d->attrs[k];
+        bool own = !a->domain || !*a->domain || (d->driver && strcmp(a->domain, d->driver) == 0);
+        if (a->type == CEL_STR && own && strcmp(a->name, KMIG_PROFILE) == 0)
+            prof = a->s;
+    }
+    if (!prof || !*prof)
+        return -1;
+    const char *gpu = device_resource(), *slash = strchr(gpu, '/');
+    char name[256];
+    int len = slash ? (int)(slash - gpu) : 0;
+    if (snprintf(name, sizeof(name), "%.*s%s%s", len, gpu, slash ? KMIG_RESOURCE_PART : "mig-",
+                 prof) >= (int)sizeof(name))
+        return -1;
+    int id = res_lookup(name);
+    struct sched_errbuf eb;
+    if (id < 0 && res_intern(name, &id, &eb) != 0) {
+        static bool said;
+        if (!said)
+            LOG_WARN("kube", "MIG devices of a profile not counted: error=%s", eb.msg);
+        said = true;
+        return -1;
+    }
+    return id == RES_GPU ? -1 : id;
+}
+
+int kmig_apply(const struct kmig *m, struct cluster *c)
+{
+    if (!kmig_any(m))
+        return 0;
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        struct node *nd = &c->nodes[i];
+        int64_t count[RES_MAX] = {0};
+        const struct cel_device *info;
+        for (uint32_t g = 0; dra_inv_device(m->inv, nd->name, g, NULL, NULL, &info); g++) {
+            int r = dev_res(info);
+            if (r >= 0 && r < RES_MAX)
+                count[r]++;
+        }
+        for (int r = 0; r < RES_MAX; r++)
+            if (count[r] > 0 && nd->alloc.v[r] == 0) /* the device plugin's count wins */
+                nd->alloc.v[r] = count[r];
+    }
+    return 0;
+}
+
+/* "pool\x1fdevice" into buf; false when too long. */
+static bool dev_key(const char *pool, const char *device, char *buf, size_t n)
+{
+    return snprintf(buf, n, "%s\x1f%s", pool ? pool : "", device ? device : "") < (int)n;
+}
+
+static void note_alloc(struct kmig *m, const struct kclaim *x, int delta)
+{
+    for (uint32_t k = 0; x && x->allocated && k < x->n_alloc; k++) {
+        char key[600];
+        if (!dev_key(x->alloc[k].pool, x->alloc[k].device, key, sizeof(key)))
+            continue;
+        uintptr_t n = (uintptr_t)strmap_get(&m->taken, key);
+        if (delta < 0 && n <= 1)
+            strmap_del(&m->taken, key);
+        else if (strmap_put(&m->taken, key, (void *)(delta > 0 ? n + 1 : n - 1), NULL) != 0)
+            LOG_ERROR("kube", "out of memory noting a claim's MIG devices: claim=%s", x->key);
+    }
+}
+
+void kmig_claim_changed(struct kmig *m, const char *key, const struct kclaim *old,
+                        const struct kclaim *now)
+{
+    note_alloc(m, old, -1);
+    note_alloc(m, now, +1);
+    view_free(strmap_del(&m->views, key));
+}
+
+/* ---- a claim's view ------------------------------------------------------------------------- */
+
+static bool class_accepts(const struct cel_device *d, const void *k)
+{
+    return kdra_class_matches(k, d);
+}
+
+/* Whether class k selects some MIG device (kept per slice generation). */
+static bool class_mig(struct kmig *m, struct kdra_class *k)
+{
+    if (k->mig_gen != m->gen + 1) {
+        k->mig_any = !k->unsupported && dra_inv_any(m->inv, class_accepts, k);
+        k->mig_gen = m->gen + 1;
+    }
+    return k->mig_any;
+}
+
+/* The profiles of the MIG devices an alternative accepts, and how many of each (a scan of
+ * every device). */
+struct profiles {
+    const struct kclaim_alt *alt;
+    const struct strmap *classes;
+    int16_t res[RES_MAX];
+    uint32_t count[RES_MAX];
+    uint32_t n;
+};
+
+static bool profile_of(const struct cel_device *d, const void *ctx)
+{
+    struct profiles *p = (struct profiles *)ctx;
+    if (!kdra_alt_matches(p->alt, p->classes, d))
+        return false;
+    int r = dev_res(d);
+    uint32_t i = 0;
+    while (r >= 0 && i < p->n && p->res[i] != r)
+        i++;
+    if (r >= 0 && i == p->n && p->n < RES_MAX)
+        p->res[p->n++] = (int16_t)r;
+    if (r >= 0 && i < p->n)
+        p->count[i]++;
+    return false;
+}
+
+/* The profile a request accepting several is given: the one with the most devices in the
+ * cluster, then the first by name. */
+static int16_t profile_pick(const struct profiles *p)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < p->n; i++)
+        if (p->count[i] > p->count[best] ||
+            (p->count[i] == p->count[best] &&
+             strcmp(res_name(p->res[i]), res_name(p->res[best])) < 0))
+            best = i;
+    return p->res[best];
+}
+
+/* Why request r of claim x (key) cannot be allocated from MIG devices, or NULL with v->res[r]
+ * its profile; the text in buf. */
+static const char *request_why(struct kmig *m, const struct kmig_ctx *cx, const char *key,
+                               const struct kclaim *x, uint32_t r, struct kmig_view *v, char *buf,
+                               size_t n)
+{
+    const struct kclaim_req *q = &x->reqs[r];
+    const char *cls = q->alts && q->n_alts ? q->alts[0].cls : NULL;
+    struct kdra_class *k = cls ? strmap_get(cx->classes, cls) : NULL;
+    int at = snprintf(buf, n, "resourceclaim %s: spec.devices.requests[%u]: ", key, r);
+    size_t left = at > 0 && (size_t)at < n ? n - (size_t)at : 0;
+    char *tail = buf + (n - left);
+    if (q->first_available)
+        snprintf(tail, left,
+                 "firstAvailable alternatives of MIG devices are not allocated by "
+                 "gangsched");
+    else if (q->all)
+        snprintf(tail, left, "allocationMode All of MIG devices is not allocated by gangsched");
+    else if (!k || !class_mig(m, k))
+        snprintf(tail, left,
+                 "a claim takes MIG devices or whole devices, not both (deviceclass %s)",
+                 cls ? cls : "of the accelerator");
+    else if (cx->whole(cx->ctx, k))
+        snprintf(tail, left,
+                 "deviceclass %s selects whole devices and MIG devices: a request takes one kind",
+                 cls);
+    else {
+        struct profiles p = {.alt = &q->alts[0], .classes = cx->classes};
+        dra_inv_any(m->inv, profile_of, &p);
+        if (p.n > 0) {
+            v->res[r] = profile_pick(&p);
+            return NULL;
+        }
+        snprintf(tail, left,
+                 "no MIG device of a known profile passes deviceclass %s and its selectors", cls);
+    }
+    return buf;
+}
+
+static struct kmig_view *view_make(struct kmig *m, const struct kmig_ctx *cx, const char *key,
+                                   const struct kclaim *x)
+{
+    struct kmig_view *v = calloc(1, sizeof(*v));
+    if (!v)
+        return NULL;
+    *v = (struct kmig_view){.x = x, .gen = m->gen, .classes_gen = cx->classes_gen};
+    for (uint32_t r = 0; r < x->n_reqs && !v->mig; r++)
+        for (uint32_t s = 0; s < x->reqs[r].n_alts && !v->mig; s++) {
+            const char *cls = x->reqs[r].alts[s].cls;
+            struct kdra_class *k = cls ? strmap_get(cx->classes, cls) : NULL;
+            v->mig = k && class_mig(m, k);
+        }
+    char buf[800];
+    const char *why = NULL;
+    for (uint32_t r = 0; v->mig && !why && r < x->n_reqs; r++)
+        why = r < KDRA_MAX_REQS ? request_why(m, cx, key, x, r, v, buf, sizeof(buf)) : NULL;
+    if (v->mig && !why && x->n_cons)
+        why = (snprintf(buf, sizeof(buf),
+                        "resourceclaim %s: spec.devices.constraints: constraints between MIG "
+                        "devices are not allocated by gangsched",
+                        key),
+               buf);
+    void *old = NULL;
+    if ((why && !(v->why = strdup(why))) || strmap_put(&m->views, key, v, &old) != 0) {
+        view_free(v);
+        return NULL;
+    }
+    view_free(old);
+    return v;
+}
+
+static struct kmig_view *view_of(struct kmig *m, const struct kmig_ctx *cx, const char *key,
+                                 const struct kclaim *x)
+{
+    struct kmig_view *v = strmap_get(&m->views, key);
+    if (v && v->x == x && v->gen == m->gen && v->classes_gen == cx->classes_gen)
+        return v;
+    return view_make(m, cx, key, x);
+}
+
+bool kmig_claim(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
+                const int16_t **res, const char **why)
+{
+    *res = NULL;
+    *why = NULL;
+    if (!x || x->n_reqs == 0 || x->channels || !kmig_any(m))
+        return false;
+    struct kmig_view *v = view_of(m, cx, key, x);
+    if (!v) {
+        *why = "resourceclaim: out of memory judging its MIG devices";
+        return true;
+    }
+    *res = v->res;
+    *why = v->why;
+    return v->mig;
+}
+
+int kmig_device_res(const struct kmig *m, const char *node, const char *pool, const char *device)
+{
+    int g = dra_inv_index(m->inv, node, pool, device);
+    const struct cel_device *info = NULL;
+    if (g < 0 || !dra_inv_device(m->inv, node, (uint32_t)g, NULL, NULL, &info))
+        return -1;
+    return dev_res(info);
+}
+
+/* Whether every device of d's profile that some request of x takes passes that request. */
+static bool device_ok(const struct kmig_ctx *cx, const struct kclaim *x, const int16_t *res,
+                      const struct cel_device *d)
+{
+    int r = dev_res(d);
+    for (uint32_t q = 0; q < x->n_reqs && q < KDRA_MAX_REQS; q++)
+        if (res[q] == r && !kdra_alt_matches(&x->reqs[q].alts[0], cx->classes, d))
+            return false;
+    return true;
+}
+
+bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct kclaim *x,
+                  const int16_t *res, const char *node)
+{
+    const struct cel_device *info;
+    for (uint32_t g = 0; dra_inv_device(m->inv, node, g, NULL, NULL, &info); g++)
+        if (!device_ok(cx, x, res, info))
+            return false;
+    return true;
+}
+
+struct reject_ctx {
+    const struct kmig_ctx *cx;
+    const struct kclaim *x;
+    const int16_t *res;
+};
+
+static bool rejects(const struct cel_device *d, const void *ctx)
+{
+    const struct reject_ctx *rc = ctx;
+    return !device_ok(rc->cx, rc->x, rc->res, d);
+}
+
+bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
+                     const struct kclaim *x)
+{
+    struct kmig_view *v = view_of(m, cx, key, x);
+    if (!v || !v->mig || v->why)
+        return true; /* such a claim waits: no node is asked of it */
+    if (!v->every) {
+        struct reject_ctx rc = {.cx = cx, .x = x, .res = v->res};
+        v->every = dra_inv_any(m->inv, rejects, &rc) ? 2 : 1;
+    }
+    return v->every == 1;
+}
+
+/* ---- allocation at binding ------------------------------------------------------------------ */
+
+static bool own_device(const struct kclaim *x, const char *pool, const char *device)
+{
+    for (uint32_t k = 0; x->allocated && k < x->n_alloc; k++)
+        if (strcmp(x->alloc[k].pool, pool) == 0 && strcmp(x->alloc[k].device, device) == 0)
+            return true;
+    return false;
+}
+
+/* Whether device (pool, name) can be picked for claim x: held by no other allocated claim, not
+ * picked by a write in flight nor already in dev/pool[n]. */
+static bool free_for(const struct kmig *m, const struct kclaim *x, const char *pool,
+                     const char *name, const char *const *dev, const char *const *pools, uint32_t n)
+{
+    char key[600];
+    if (!dev_key(pool, name, key, sizeof(key)) || strmap_get(&m->pending, key) ||
+        (strmap_get(&m->taken, key) && !own_device(x, pool, name)))
+        return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(dev[i], name) == 0 && strcmp(pools[i], pool) == 0)
+            return false;
+    return true;
+}
+
+int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
+              const char *node, const char **dev, const char **drv, const char **pool,
+              uint32_t n_max, uint32_t *n)
+{
+    const int16_t *res;
+    const char *why;
+    *n = 0;
+    if (!kmig_claim(m, cx, key, x, &res, &why))
+        return 0;
+    if (why)
+        return -1;
+    uint32_t k = 0;
+    for (uint32_t r = 0; r < x->n_reqs && r < KDRA_MAX_REQS; r++) {
+        uint32_t need = x->reqs[r].count;
+        const char *name, *dv, *pl;
+        const struct cel_device *info;
+        for (uint32_t g = 0; need && (name = dra_inv_device(m->inv, node, g, &dv, &pl, &info));
+             g++) {
+            if (dev_res(info) != res[r] ||
+                !kdra_alt_matches(&x->reqs[r].alts[0], cx->classes, info) ||
+                !free_for(m, x, pl, name, dev, pool, k))
+                continue;
+            if (k == n_max)
+                return -1;
+            dev[k] = name;
+            drv[k] = dv;
+            pool[k] = pl;
+            k++;
+            need--;
+        }
+        if (need)
+            return -1;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        char dk[600];
+        char *owner = strdup(key);
+        void *old = NULL;
+        if (!owner || !dev_key(pool[i], dev[i], dk, sizeof(dk)) ||
+            strmap_put(&m->pending, dk, owner, &old) != 0) {
+            free(owner);
+            kmig_release(m, key);
+            return -1;
+        }
+        free(old);
+    }
+    *n = k;
+    return 1;
+}
+
+void kmig_release(struct kmig *m, const char *key)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&m->pending, &i, &k, &v);)
+        if (strcmp(v, key) == 0)
+            free(strmap_del(&m->pending, k));
+}

@@ -1,0 +1,105 @@
+/* sched/kube/mig.h: MIG devices published as DRA devices, and the ResourceClaims that take them.
+ *
+ * NVIDIA's DRA driver (static MIG) publishes each MIG device of a node as a device of its pool
+ * beside the whole GPUs: attribute "type" "mig", "profile" (e.g. "1g.10gb"), "parentUUID"; its
+ * DeviceClass mig.nvidia.com selects them (device.attributes['gpu.nvidia.com'].type == 'mig').
+ * gangsched counts a node's MIG devices of one profile as the extended resource the device
+ * plugin's mixed strategy names them by (KMIG_RESOURCE: "nvidia.com/mig-1g.10gb"), so that
+ * placement, quota (quotaMapping weights included) and usage treat both alike, and allocates a
+ * claim's MIG devices at binding.
+ *
+ * A MIG claim: a request whose DeviceClass (not the accelerator's own) selects MIG devices of the
+ * accelerator's driver and no whole device. Each of its requests must be `exactly`, ExactCount,
+ * of such a class; it takes devices of one profile, among those its class's and own selectors
+ * accept (over the cluster) the one with the most devices, then the first by name (a request
+ * for "any MIG device" is given the commonest profile): the pod asks that many of the profile's
+ * resource. Anything else (firstAvailable, All, constraints, a class selecting whole GPUs and
+ * MIG devices, a claim mixing whole GPUs and MIG devices) waits with a reason naming the
+ * claim.
+ *
+ * Owns: the MIG inventory (a dra_inv of the accelerator driver's type "mig" devices), the
+ * profile resources, each claim's MIG view (kept per generation of slices and classes), the
+ * devices allocated claims hold (kept from claim events) and the devices picked by allocation
+ * writes in flight, so that two binds never pick one device.
+ *
+ * Must not touch: the network, the pods' map, the claim map (claims.c hands claims in).
+ */
+#ifndef SCHED_KUBE_MIG_H
+#define SCHED_KUBE_MIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sched/core/model.h"
+#include "sched/core/strmap.h"
+#include "sched/kube/dra.h"
+
+#define KMIG_TYPE          "mig"     /* a MIG device's attribute "type" (NVIDIA's driver) */
+#define KMIG_PROFILE       "profile" /* its profile attribute, e.g. "1g.10gb" */
+/* The resource a profile counts as: "<the accelerator resource's domain>/mig-<profile>". */
+#define KMIG_RESOURCE_PART "/mig-"
+#define KMIG_POD_MAX       4 /* distinct profiles one pod's claims take */
+
+struct kmig;
+
+struct kmig *kmig_new(void);
+void kmig_free(struct kmig *m);
+
+/* ResourceSlice events: the MIG devices of the accelerator's DRA driver. 0 or SCHED_ENOMEM (a
+ * malformed slice is logged by the GPU inventory, which reads the same slice). */
+int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted);
+/* Whether any MIG device is known (the rest of this module has nothing to do otherwise). */
+bool kmig_any(const struct kmig *m);
+
+/* Sets alloc of each profile's resource of every node of c (before cluster_finalize) to its
+ * MIG devices of that profile in complete newest pools, unless the node's status reports that
+ * resource (the device plugin's count wins). 0, or -1 out of memory. */
+int kmig_apply(const struct kmig *m, struct cluster *c);
+
+/* Claim events: the devices allocated claims hold (old: the claim replaced or deleted, now: its
+ * new version; either NULL). Also forgets the claim's view. */
+void kmig_claim_changed(struct kmig *m, const char *key, const struct kclaim *old,
+                        const struct kclaim *now);
+
+/* How claims.c tells whether a DeviceClass selects some whole device of the accelerator. */
+struct kmig_ctx {
+    const struct strmap *classes; /* DeviceClass name -> struct kdra_class* */
+    uint64_t classes_gen;         /* changes with every DeviceClass event */
+    bool (*whole)(const void *ctx, struct kdra_class *k);
+    const void *ctx;
+};
+
+/* Claim x (key) as MIG: false when none of its requests' classes selects MIG devices. Else true,
+ * with *res[x->n_reqs] each request's profile resource id and *why NULL, or *why saying why it
+ * cannot be allocated ("resourceclaim <key>: ...", valid until the claim, the slices or the
+ * classes change). */
+bool kmig_claim(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
+                const int16_t **res, const char **why);
+
+/* The profile resource id of allocated device (pool, device) on node, or -1 (not a MIG device
+ * known there). */
+int kmig_device_res(const struct kmig *m, const char *node, const char *pool, const char *device);
+
+/* Whether the MIG devices of node suit MIG claim x whatever devices of their profiles are
+ * picked: every device of each request's profile passes its class and selectors. */
+bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct kclaim *x,
+                  const int16_t *res, const char *node);
+/* Whether kmig_node_ok holds on every node (the claim's selectors name the profile only). */
+bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
+                     const struct kclaim *x);
+
+/* At binding: picks the devices of MIG claim x (key) on node, per request in order, of its
+ * profile, passing its class and selectors, held by no other allocated claim (its own earlier
+ * allocation's devices may be picked again) and picked by no write in flight, in name order,
+ * into dev/drv/pool (n_max entries, *n set) and marks them picked for key until
+ * kmig_release(key). 1 picked, 0 not a MIG claim, -1 too few free devices (or out of memory). */
+int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
+              const char *node, const char **dev, const char **drv, const char **pool,
+              uint32_t n_max, uint32_t *n);
+/* The write of claim key was answered (its answer, on success, is in the claim map already):
+ * its picks are no longer in flight. */
+void kmig_release(struct kmig *m, const char *key);
+
+#endif
