@@ -27,6 +27,7 @@ void kdra_claim_free(struct kclaim *c)
             for (uint32_t j = 0; j < x->n_sel; j++)
                 cel_free(x->sel[j]);
             free(x->sel);
+            free(x->src);
             free(x->name);
             free(x->cls);
         }
@@ -75,12 +76,39 @@ static bool refuse(struct kclaim *c, const char *field, const char *why)
  * compiled into *out, *n of them; a selector that is not CEL or is outside the subset leaves
  * its field (field + "[k].cel.expression") in bad_field and why in bad (empty: none). 0 or
  * SCHED_ENOMEM. */
+/* The selectors as one string, each expression as "<length>:<expression>" ("" none): with the
+ * class, an alternative's identity for caches keyed by what it asks (struct kclaim_alt.src).
+ * NULL out of memory. */
+static char *sels_src(const cJSON *sels)
+{
+    size_t len = 1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, sels)
+    {
+        const char *x = cJSON_GetStringValue(get(get(e, "cel"), "expression"));
+        len += x ? strlen(x) + 24 : 0;
+    }
+    char *out = malloc(len), *at = out;
+    if (!out)
+        return NULL;
+    *out = '\0';
+    cJSON_ArrayForEach(e, sels)
+    {
+        const char *x = cJSON_GetStringValue(get(get(e, "cel"), "expression"));
+        if (x)
+            at += snprintf(at, len - (size_t)(at - out), "%zu:%s", strlen(x), x);
+    }
+    return out;
+}
+
 static int compile_sels(const cJSON *sels, const char *field, struct cel_prog ***out, uint32_t *n,
-                        char *bad_field, size_t fcap, char *bad, size_t cap)
+                        char **src, char *bad_field, size_t fcap, char *bad, size_t cap)
 {
     int ns = cJSON_GetArraySize(sels);
     *bad = '\0';
     if (ns > 0 && !(*out = calloc((size_t)ns, sizeof(**out))))
+        return SCHED_ENOMEM;
+    if (src && !(*src = sels_src(sels)))
         return SCHED_ENOMEM;
     for (int k = 0; k < ns && !*bad; k++) {
         const char *x =
@@ -147,8 +175,8 @@ static int decode_subs(struct kclaim *c, struct kclaim_req *q, const cJSON *fa, 
             return SCHED_ENOMEM;
         char sf[200], bad[300], sp[200];
         snprintf(sp, sizeof(sp), "%s.selectors", f);
-        if (compile_sels(get(x, "selectors"), sp, &sub->sel, &sub->n_sel, sf, sizeof(sf), bad,
-                         sizeof(bad)) != 0)
+        if (compile_sels(get(x, "selectors"), sp, &sub->sel, &sub->n_sel, &sub->src, sf, sizeof(sf),
+                         bad, sizeof(bad)) != 0)
             return SCHED_ENOMEM;
         if (*bad)
             *ok = refuse(c, sf, bad);
@@ -235,8 +263,8 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         c->all |= q->all;
         char sf[160], bad[300], sp[120];
         snprintf(sp, sizeof(sp), "%s.exactly.selectors", field);
-        if (ok && compile_sels(get(ex, "selectors"), sp, &q->alts[0].sel, &q->alts[0].n_sel, sf,
-                               sizeof(sf), bad, sizeof(bad)) != 0)
+        if (ok && compile_sels(get(ex, "selectors"), sp, &q->alts[0].sel, &q->alts[0].n_sel,
+                               &q->alts[0].src, sf, sizeof(sf), bad, sizeof(bad)) != 0)
             return SCHED_ENOMEM;
         if (ok && *bad)
             ok = refuse(c, sf, bad);
@@ -396,7 +424,7 @@ int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errb
     }
     char field[120], bad[300];
     int rc = compile_sels(get(get(o, "spec"), "selectors"), "spec.selectors", &k->sel, &k->n_sel,
-                          field, sizeof(field), bad, sizeof(bad));
+                          NULL, field, sizeof(field), bad, sizeof(bad));
     const char *ext = cJSON_GetStringValue(get(get(o, "spec"), "extendedResourceName"));
     const char *ct = cJSON_GetStringValue(get(get(o, "metadata"), "creationTimestamp"));
     if (rc == 0 && ((ext && !(k->ext_name = strdup(ext))) || (ct && !(k->created = strdup(ct)))))

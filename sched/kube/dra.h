@@ -33,6 +33,9 @@ struct kclaim_alt {
     char *cls;             /* NULL: the accelerator's class */
     struct cel_prog **sel; /* selectors[].cel.expression, compiled (sched/core/cel.h) */
     uint32_t n_sel;
+    char *src; /* the expressions, each as "<length>:<expression>" ("" none; NULL when the
+                  request was refused before its selectors were read): with cls, what the
+                  alternative asks, for caches shared by claims alike (sched/kube/mig.c) */
 };
 
 struct kclaim_req {

@@ -18,9 +18,15 @@ struct kmig_view {
     const struct kclaim *x; /* the claim it was made for (dropped at the claim's events) */
     uint64_t gen, classes_gen;
     bool mig;
-    int every; /* kmig_every_node: 0 not known, 1 yes, 2 no */
     char *why;
     int16_t res[KDRA_MAX_REQS];
+};
+
+/* What one alternative (its class and selectors) takes of MIG devices, shared by every claim
+ * that asks alike (the claims of one template): one scan of the devices per generation. */
+struct kmig_shape {
+    int16_t res; /* its profile (profile_pick), -1: no device passes */
+    int every;   /* every device of that profile passes: 0 not known, 1 yes, 2 no */
 };
 
 struct kmig {
@@ -31,6 +37,8 @@ struct kmig {
     struct strmap taken;   /* "pool\x1fdevice" -> (uintptr_t) allocated claims naming it */
     struct strmap pending; /* "pool\x1fdevice" -> claim key (malloc'd): picked, write in flight */
     struct strmap views;   /* claim key -> struct kmig_view* */
+    struct strmap shapes;  /* class "\x1f" selectors (struct kclaim_alt src) -> kmig_shape* */
+    uint64_t shapes_gen, shapes_cgen; /* the shapes' generation: gen + 1, classes_gen */
 };
 
 struct kmig *kmig_new(void)
@@ -45,6 +53,7 @@ struct kmig *kmig_new(void)
     strmap_init(&m->taken);
     strmap_init(&m->pending);
     strmap_init(&m->views);
+    strmap_init(&m->shapes);
     return m;
 }
 
@@ -68,6 +77,9 @@ void kmig_free(struct kmig *m)
     strmap_fini(&m->taken);
     strmap_fini(&m->pending);
     strmap_fini(&m->views);
+    for (size_t i = 0; strmap_next(&m->shapes, &i, &k, &v);)
+        free(v);
+    strmap_fini(&m->shapes);
     dra_inv_free(m->inv);
     free(m);
 }
@@ -244,6 +256,41 @@ static int16_t profile_pick(const struct profiles *p)
     return p->res[best];
 }
 
+/* The shape of alternative alt (made at first sight in a generation; the map is emptied when
+ * the slices or the classes change); NULL out of memory. */
+static struct kmig_shape *shape_of(struct kmig *m, const struct kmig_ctx *cx,
+                                   const struct kclaim_alt *alt)
+{
+    const char *k;
+    void *v;
+    if (m->shapes_gen != m->gen + 1 || m->shapes_cgen != cx->classes_gen) {
+        for (size_t i = 0; strmap_next(&m->shapes, &i, &k, &v);)
+            free(v);
+        strmap_fini(&m->shapes);
+        strmap_init(&m->shapes);
+        m->shapes_gen = m->gen + 1;
+        m->shapes_cgen = cx->classes_gen;
+    }
+    const char *cls = alt->cls ? alt->cls : "", *src = alt->src ? alt->src : "";
+    size_t len = strlen(cls) + strlen(src) + 2;
+    char *key = malloc(len);
+    if (!key)
+        return NULL;
+    snprintf(key, len, "%s\x1f%s", cls, src);
+    struct kmig_shape *sh = strmap_get(&m->shapes, key);
+    if (!sh && (sh = calloc(1, sizeof(*sh))) != NULL) {
+        struct profiles p = {.alt = alt, .classes = cx->classes};
+        dra_inv_any(m->inv, profile_of, &p);
+        sh->res = p.n ? profile_pick(&p) : -1;
+        if (strmap_put(&m->shapes, key, sh, NULL) != 0) {
+            free(sh);
+            sh = NULL;
+        }
+    }
+    free(key);
+    return sh;
+}
+
 /* Why request r of claim x (key) cannot be allocated from MIG devices, or NULL with v->res[r]
  * its profile; the text in buf. */
 static const char *request_why(struct kmig *m, const struct kmig_ctx *cx, const char *key,
@@ -271,14 +318,14 @@ static const char *request_why(struct kmig *m, const struct kmig_ctx *cx, const 
                  "deviceclass %s selects whole devices and MIG devices: a request takes one kind",
                  cls);
     else {
-        struct profiles p = {.alt = &q->alts[0], .classes = cx->classes};
-        dra_inv_any(m->inv, profile_of, &p);
-        if (p.n > 0) {
-            v->res[r] = profile_pick(&p);
+        const struct kmig_shape *sh = shape_of(m, cx, &q->alts[0]);
+        if (sh && sh->res >= 0) {
+            v->res[r] = sh->res;
             return NULL;
         }
-        snprintf(tail, left,
-                 "no MIG device of a known profile passes deviceclass %s and its selectors", cls);
+        snprintf(tail, left, "%s%s%s",
+                 sh ? "no MIG device of a known profile passes deviceclass " : "out of memory",
+                 sh ? cls : "", sh ? " and its selectors" : "");
     }
     return buf;
 }
@@ -372,15 +419,15 @@ bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct 
 }
 
 struct reject_ctx {
-    const struct kmig_ctx *cx;
-    const struct kclaim *x;
-    const int16_t *res;
+    const struct kclaim_alt *alt;
+    const struct strmap *classes;
+    int res;
 };
 
 static bool rejects(const struct cel_device *d, const void *ctx)
 {
     const struct reject_ctx *rc = ctx;
-    return !device_ok(rc->cx, rc->x, rc->res, d);
+    return dev_res(d) == rc->res && !kdra_alt_matches(rc->alt, rc->classes, d);
 }
 
 bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
@@ -389,11 +436,19 @@ bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
     struct kmig_view *v = view_of(m, cx, key, x);
     if (!v || !v->mig || v->why)
         return true; /* such a claim waits: no node is asked of it */
-    if (!v->every) {
-        struct reject_ctx rc = {.cx = cx, .x = x, .res = v->res};
-        v->every = dra_inv_any(m->inv, rejects, &rc) ? 2 : 1;
+    for (uint32_t r = 0; r < x->n_reqs && r < KDRA_MAX_REQS; r++) {
+        struct kmig_shape *sh = shape_of(m, cx, &x->reqs[r].alts[0]);
+        if (!sh)
+            return false; /* out of memory: each node is judged */
+        if (!sh->every) {
+            struct reject_ctx rc = {
+                .alt = &x->reqs[r].alts[0], .classes = cx->classes, .res = sh->res};
+            sh->every = dra_inv_any(m->inv, rejects, &rc) ? 2 : 1;
+        }
+        if (sh->every == 2)
+            return false;
     }
-    return v->every == 1;
+    return true;
 }
 
 /* ---- allocation at binding ------------------------------------------------------------------ */

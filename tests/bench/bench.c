@@ -996,6 +996,7 @@ static const struct {
               {"pod-apart", bench_pod_apart},
               {"kube-build", bench_kube_build},
               {"kube-claim", bench_kube_claim},
+              {"kube-mig", bench_kube_mig},
               {"replay", run_replay},
               {"store-cycle", run_store_cycle},
               {"store-replay", run_store_replay}};

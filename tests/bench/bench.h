@@ -94,5 +94,6 @@ int bench_pod_apart(struct table *t);
 int bench_kube_build(struct table *t);
 /* 12. the same for the pods of a PodGroup that all name one ResourceClaim (KEP-5729). */
 int bench_kube_claim(struct table *t);
+int bench_kube_mig(struct table *t);
 
 #endif
