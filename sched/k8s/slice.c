@@ -94,6 +94,24 @@ int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *driv
     return put(inv, slice, driver, type, eb);
 }
 
+int k8s_slice_typed_event(struct dra_inv *inv, const cJSON *slice, bool deleted, const char *driver,
+                          const char *type)
+{
+    const char *name = cJSON_GetStringValue(get(get(slice, "metadata"), "name"));
+    const char *drv = cJSON_GetStringValue(get(get(slice, "spec"), "driver"));
+    if (!name)
+        return 0;
+    if (deleted || !driver || !drv || strcmp(drv, driver) != 0) {
+        dra_inv_remove(inv, name);
+        return 0;
+    }
+    struct sched_errbuf eb;
+    int rc = put(inv, slice, driver, type, &eb);
+    if (rc == SCHED_EINVAL)
+        dra_inv_remove(inv, name);
+    return rc == SCHED_EINVAL ? 0 : rc;
+}
+
 /* The slice into inv, its devices those of want_driver (NULL: none) that are whole
  * accelerators (type NULL: device_dra_whole) or whose attribute "type" is `type`. */
 static int put(struct dra_inv *inv, const cJSON *slice, const char *want_driver, const char *type,

@@ -12,6 +12,8 @@
 #ifndef SCHED_K8S_SLICE_H
 #define SCHED_K8S_SLICE_H
 
+#include <stdbool.h>
+
 #include <cjson/cJSON.h>
 
 #include "sched/core/dra.h"
@@ -26,5 +28,11 @@ int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, struct sched_errbuf *
  * compute-domain.nvidia.com (type "channel") use it. */
 int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *driver,
                        const char *type, struct sched_errbuf *eb);
+/* A ResourceSlice event for an inventory of such devices (k8s_slice_put_type): a slice deleted,
+ * of another driver (a slice may change driver: never kept stale) or malformed (the GPU
+ * inventory, which reads the same slice, logs why) leaves it; else it is put. 0 or
+ * SCHED_ENOMEM. */
+int k8s_slice_typed_event(struct dra_inv *inv, const cJSON *slice, bool deleted, const char *driver,
+                          const char *type);
 
 #endif

@@ -68,21 +68,7 @@ int kcd_event(struct kcd *cd, const cJSON *obj, bool deleted)
 
 int kcd_slice_event(struct kcd *cd, const cJSON *obj, bool deleted)
 {
-    const char *name = kobj_str(obj, "metadata.name");
-    const char *driver = kobj_str(obj, "spec.driver");
-    if (!name)
-        return 0;
-    if (deleted || !driver || strcmp(driver, KCD_DRIVER) != 0) {
-        dra_inv_remove(cd->channels, name); /* a slice may change driver: never kept stale */
-        return 0;
-    }
-    struct sched_errbuf eb;
-    int rc = k8s_slice_put_type(cd->channels, obj, KCD_DRIVER, "channel", &eb);
-    if (rc == SCHED_EINVAL) { /* logged by the GPU inventory, which reads the same slice */
-        dra_inv_remove(cd->channels, name);
-        return 0;
-    }
-    return rc;
+    return k8s_slice_typed_event(cd->channels, obj, deleted, KCD_DRIVER, "channel");
 }
 
 const char *kcd_name(const struct kcd *cd, const char *uid)

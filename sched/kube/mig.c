@@ -11,7 +11,6 @@
 #include "sched/core/log.h"
 #include "sched/core/res.h"
 #include "sched/k8s/slice.h"
-#include "sched/kube/objects.h"
 
 /* A claim as MIG, for one generation of the slices and the classes. */
 struct kmig_view {
@@ -86,22 +85,8 @@ void kmig_free(struct kmig *m)
 
 int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted)
 {
-    const char *name = kobj_str(obj, "metadata.name");
-    const char *driver = device_dra()->driver;
-    if (!name)
-        return 0;
     m->gen++;
-    if (deleted || !driver) {
-        dra_inv_remove(m->inv, name);
-        return 0;
-    }
-    struct sched_errbuf eb;
-    int rc = k8s_slice_put_type(m->inv, obj, driver, KMIG_TYPE, &eb);
-    if (rc == SCHED_EINVAL) { /* logged by the GPU inventory, which reads the same slice */
-        dra_inv_remove(m->inv, name);
-        return 0;
-    }
-    return rc;
+    return k8s_slice_typed_event(m->inv, obj, deleted, device_dra()->driver, KMIG_TYPE);
 }
 
 static bool any_device(const struct cel_device *d, const void *ctx)

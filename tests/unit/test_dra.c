@@ -19,6 +19,8 @@
 #include "sched/core/model.h"
 #include "sched/kube/dra.h"
 
+#include "tests/unit/dra_fx.h"
+
 static void put(struct dra_inv *inv, const char *name, const char *node, const char *driver,
                 int gen, int count, int n_dev, const char *dev_type)
 {
@@ -294,23 +296,6 @@ static void first_available(void **state)
     }
 }
 
-/* A DeviceClass of one CEL selector. */
-static struct kdra_class *device_class(const char *name, const char *expr)
-{
-    char buf[600];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"selectors\":[{\"cel\":{"
-             "\"expression\":\"%s\"}}]}}",
-             name, expr);
-    cJSON *o = cJSON_Parse(buf);
-    assert_non_null(o);
-    struct kdra_class *k = NULL;
-    struct sched_errbuf eb = {{0}};
-    assert_int_equal(kdra_class_decode(o, &k, &eb), 0);
-    cJSON_Delete(o);
-    return k;
-}
-
 /* A request of another DeviceClass takes the accelerator's devices its class's selectors accept
  * (before the request's own); a class not known accepts nothing; one outside the CEL subset says
  * where. */
@@ -336,7 +321,7 @@ static void device_classes(void **state)
     struct cel_device da = {.driver = "gpu.nvidia.com", .attrs = a100, .n_attrs = 2};
     struct cel_device dh1 = {.driver = "gpu.nvidia.com", .attrs = h100_1, .n_attrs = 2};
     assert_false(kdra_claim_matches(c, &classes, &dh)); /* the class is not known (yet) */
-    struct kdra_class *k = device_class(
+    struct kdra_class *k = fx_device_class(
         "h100.example.com", "device.attributes['gpu.nvidia.com'].productName == 'H100'");
     assert_null(k->unsupported);
     assert_int_equal(strmap_put(&classes, k->name, k, NULL), 0);
@@ -345,7 +330,7 @@ static void device_classes(void **state)
     assert_false(kdra_claim_matches(c, &classes, &dh1)); /* the request's own */
     const struct cel_device *node[] = {&dh, &dh};
     assert_true(kdra_claim_node_ok(c, &classes, node, 2));
-    struct kdra_class *bad = device_class("macro.example.com", "device.attributes.all(d, true)");
+    struct kdra_class *bad = fx_device_class("macro.example.com", "device.attributes.all(d, true)");
     assert_non_null(bad->unsupported);
     assert_non_null(strstr(bad->unsupported,
                            "deviceclass macro.example.com: spec.selectors[0].cel.expression: "

@@ -20,6 +20,8 @@
 #include "sched/kube/dra.h"
 #include "sched/kube/mig.h"
 
+#include "tests/unit/dra_fx.h"
+
 /* A slice of node `node`: n1 devices of 1g.10gb on GPU 0 (product `product`), n3 of 3g.40gb on
  * GPU 1, and one whole GPU (type gpu) gpu-2. */
 static void slice(struct kmig *m, const char *node, int n1, int n3, const char *product)
@@ -42,22 +44,6 @@ static void slice(struct kmig *m, const char *node, int n1, int n3, const char *
     assert_non_null(o);
     assert_int_equal(kmig_slice_event(m, o, false), 0);
     cJSON_Delete(o);
-}
-
-static struct kdra_class *device_class(const char *name, const char *expr)
-{
-    char buf[600];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"selectors\":[{\"cel\":{"
-             "\"expression\":\"%s\"}}]}}",
-             name, expr);
-    cJSON *o = cJSON_Parse(buf);
-    assert_non_null(o);
-    struct kdra_class *k = NULL;
-    struct sched_errbuf eb = {{0}};
-    assert_int_equal(kdra_class_decode(o, &k, &eb), 0);
-    cJSON_Delete(o);
-    return k;
 }
 
 /* Claim `name` with spec.devices `devices` and status `status` ("" none). */
@@ -111,10 +97,10 @@ static void fx_init(struct fx *f)
     assert_non_null(f->m);
     strmap_init(&f->classes);
     struct kdra_class *k[] = {
-        device_class("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
-                                       "device.attributes['gpu.nvidia.com'].type == 'mig'"),
-        device_class("any.example.com", "device.driver == 'gpu.nvidia.com'"),
-        device_class("gpu.example.com", "device.attributes['gpu.nvidia.com'].type == 'gpu'")};
+        fx_device_class("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
+                                          "device.attributes['gpu.nvidia.com'].type == 'mig'"),
+        fx_device_class("any.example.com", "device.driver == 'gpu.nvidia.com'"),
+        fx_device_class("gpu.example.com", "device.attributes['gpu.nvidia.com'].type == 'gpu'")};
     for (int i = 0; i < 3; i++)
         assert_int_equal(strmap_put(&f->classes, k[i]->name, k[i], NULL), 0);
     f->cx = (struct kmig_ctx){.classes = &f->classes, .classes_gen = 1, .whole = whole};
