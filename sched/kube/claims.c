@@ -796,6 +796,72 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
     return why;
 }
 
+/* kube-scheduler's DynamicResources score of a node whose GPU devices are devs[n] for claims
+ * sel[n_sel] (computeScore): per firstAvailable request, FirstAvailableDeviceRequestMaxSize (8)
+ * less the index of the alternative taken there. */
+static int32_t alt_score(const struct kclaims *c, const struct kclaim *const *sel, uint32_t n_sel,
+                         const struct cel_device *const *devs, uint32_t n)
+{
+    int32_t score = 0;
+    for (uint32_t s = 0; s < n_sel; s++) {
+        uint8_t sub[KDRA_MAX_REQS];
+        if (!kdra_claim_subs(sel[s], &c->classes, devs, n, sub))
+            continue;
+        for (uint32_t r = 0; r < sel[s]->n_reqs && r < KDRA_MAX_REQS; r++)
+            if (sel[s]->reqs[r].first_available)
+                score += 8 - sub[r];
+    }
+    return score;
+}
+
+#define ALT_LEVELS 32 /* distinct scores turned into preferences; more: none */
+
+/* The alternatives' scores of nodes names[k] as preferred node affinity terms added to ps's own:
+ * normalized to 0..100 against the best (DefaultNormalizeScore), one term per distinct nonzero
+ * weight naming its nodes; nothing when every node scores alike. 0 or SCHED_ENOMEM. */
+static int alt_prefs(struct arena *a, const char **names, const int32_t *score, uint32_t k,
+                     struct podset *ps)
+{
+    int32_t max = 0, min = INT32_MAX, w[ALT_LEVELS];
+    uint32_t n_w = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        max = score[i] > max ? score[i] : max;
+        min = score[i] < min ? score[i] : min;
+    }
+    if (k == 0 || max == min)
+        return 0;
+    for (uint32_t i = 0; i < k; i++) {
+        int32_t v = score[i] * 100 / max, j = 0;
+        while (j < (int32_t)n_w && w[j] != v)
+            j++;
+        if (v > 0 && j == (int32_t)n_w && n_w == ALT_LEVELS)
+            return 0;
+        if (v > 0 && j == (int32_t)n_w)
+            w[n_w++] = v;
+    }
+    struct pref_term *pt = arena_calloc(a, ps->n_pref + n_w, sizeof(*pt));
+    if (!pt)
+        return SCHED_ENOMEM;
+    if (ps->n_pref)
+        memcpy(pt, ps->pref, ps->n_pref * sizeof(*pt));
+    for (uint32_t j = 0; j < n_w; j++) {
+        const char **in = arena_calloc(a, k, sizeof(*in));
+        struct sel_req *req = arena_calloc(a, 1, sizeof(*req));
+        if (!in || !req)
+            return SCHED_ENOMEM;
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < k; i++)
+            if (score[i] * 100 / max == w[j])
+                in[m++] = names[i];
+        *req = (struct sel_req){
+            .key = "metadata.name", .field = true, .op = SEL_IN, .values = in, .n_values = m};
+        pt[ps->n_pref + j] = (struct pref_term){.weight = w[j], .term = {.reqs = req, .n_reqs = 1}};
+    }
+    ps->pref = pt;
+    ps->n_pref += n_w;
+    return 0;
+}
+
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps)
 {
@@ -831,11 +897,15 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
         class_any(c, (struct kdra_class *)ext, &every);
     if (n_sel == 0 && n_mig == 0 && !pin && !apart && (!own || every))
         return 0;
-    bool all = false;
-    for (uint32_t s = 0; s < n_sel; s++)
+    bool all = false, alts = false; /* alts: firstAvailable requests, scored per node */
+    for (uint32_t s = 0; s < n_sel; s++) {
         all |= sel[s]->all;
+        for (uint32_t r = 0; r < sel[s]->n_reqs; r++)
+            alts |= sel[s]->reqs[r].first_available;
+    }
     const char **names = arena_calloc(a, cl->n_nodes + 1, sizeof(*names));
-    if (!names)
+    int32_t *score = alts ? arena_calloc(a, cl->n_nodes + 1, sizeof(*score)) : NULL;
+    if (!names || (alts && !score))
         return SCHED_ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
@@ -851,9 +921,13 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
             ok = kdra_claim_node_ok(sel[s], &c->classes, devs, nd->n_gpus);
         for (uint32_t s = 0; s < n_mig && ok; s++)
             ok = kmig_node_ok(c->mig, &cx, migs[s], mig_res[s], nd->name);
+        if (ok && alts)
+            score[k] = alt_score(c, sel, n_sel, devs, nd->n_gpus);
         if (ok)
             names[k++] = nd->name;
     }
+    if (alts && alt_prefs(a, names, score, k, ps) != 0)
+        return SCHED_ENOMEM;
     uint32_t nt = ps->n_affinity ? ps->n_affinity : 1;
     struct sel_term *terms = arena_calloc(a, nt, sizeof(*terms));
     if (!terms)
