@@ -862,9 +862,31 @@ static int alt_prefs(struct arena *a, const char **names, const int32_t *score, 
     return 0;
 }
 
+/* A preferred node affinity term of weight 100 for nodes[n] added to ps's own: the nodes of
+ * allocations an earlier attempt left (their allocation, immutable once written, is written
+ * again there; elsewhere the write is refused until the rollback's deallocation). 0 or
+ * SCHED_ENOMEM. */
+static int earlier_prefs(struct arena *a, const char **nodes, uint32_t n, struct podset *ps)
+{
+    struct pref_term *pt = arena_calloc(a, ps->n_pref + 1, sizeof(*pt));
+    struct sel_req *req = arena_calloc(a, 1, sizeof(*req));
+    if (!pt || !req)
+        return SCHED_ENOMEM;
+    if (ps->n_pref)
+        memcpy(pt, ps->pref, ps->n_pref * sizeof(*pt));
+    *req = (struct sel_req){
+        .key = "metadata.name", .field = true, .op = SEL_IN, .values = nodes, .n_values = n};
+    pt[ps->n_pref] = (struct pref_term){.weight = 100, .term = {.reqs = req, .n_reqs = 1}};
+    ps->pref = pt;
+    ps->n_pref++;
+    return 0;
+}
+
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps)
 {
+    const char **prev = arena_calloc(a, p->n_claims + 1, sizeof(*prev));
+    uint32_t n_prev = 0; /* nodes of allocations it asks again (an earlier attempt's) */
     const struct kclaim *sel[8], *migs[8];
     const int16_t *mig_res[8];
     uint32_t n_sel = 0, n_mig = 0;
@@ -872,9 +894,14 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     const char *pin = NULL; /* the node of the allocated claims the pod adopts */
     bool apart = false;     /* two of them on different nodes: no node */
     const char *mw;
+    if (!prev)
+        return SCHED_ENOMEM;
     for (uint32_t i = 0; i < p->n_claims && n_sel < 8 && n_mig < 8; i++) {
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
-        if (x && i < 32 && (p->claims_adopt >> i) & 1u) {
+        bool adopt = i < 32 && (p->claims_adopt >> i) & 1u;
+        if (x && x->allocated && !adopt && alloc_node(cl, x))
+            prev[n_prev++] = alloc_node(cl, x);
+        if (adopt && x) {
             const char *at = alloc_node(cl, x);
             apart |= !at || (pin && strcmp(pin, at) != 0);
             pin = at ? at : pin;
@@ -895,6 +922,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     bool every = false; /* the class accepts every GPU device: no node is kept off for it */
     if (ext)
         class_any(c, (struct kdra_class *)ext, &every);
+    if (n_prev && earlier_prefs(a, prev, n_prev, ps) != 0)
+        return SCHED_ENOMEM;
     if (n_sel == 0 && n_mig == 0 && !pin && !apart && (!own || every))
         return 0;
     bool all = false, alts = false; /* alts: firstAvailable requests, scored per node */

@@ -2,7 +2,8 @@
  * (sched/kube/claims.c kclaims_node_filter) through a whole kcache_build: the nodes whose GPU
  * devices suit a claim, and for firstAvailable requests the preference kube-scheduler's
  * DynamicResources score gives (8 less the index of the alternative a node allows, normalized
- * to 0..100) as preferred node affinity terms. */
+ * to 0..100) as preferred node affinity terms; the node of an allocation an earlier attempt left
+ * preferred. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +145,17 @@ static void first_available_preference(void **state)
     pod(c, "b", "ampere-first");
     pod(c, "x", "only-hopper");
     pod(c, "v", "volta-first");
+    /* an earlier attempt's allocation on amp, reserved for pending pod e alone: written again
+     * there (immutable once set), so amp is preferred */
+    add(c, 5,
+        "{\"metadata\":{\"namespace\":\"default\",\"name\":\"left\",\"uid\":\"u-left\"},"
+        "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
+        "\"deviceClassName\":\"gpu.nvidia.com\"}}]}},\"status\":{\"allocation\":{\"devices\":{"
+        "\"results\":[{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"amp\","
+        "\"device\":\"gpu-0\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+        "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"amp\"]}]}]}},"
+        "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"e\",\"uid\":\"p-e\"}]}}");
+    pod(c, "e", "left");
     struct arena a;
     arena_init(&a, 1 << 16);
     struct kcache_build kb;
@@ -155,6 +167,8 @@ static void first_available_preference(void **state)
     assert_int_equal(weight_of(&kb, "default/b", "hop"), 87);
     assert_int_equal(n_pref(&kb, "default/x"), 0); /* no alternatives: no preference */
     assert_int_equal(n_pref(&kb, "default/v"), 0); /* only hop allows it: every node alike */
+    assert_int_equal(weight_of(&kb, "default/e", "amp"), 100);
+    assert_int_equal(weight_of(&kb, "default/e", "hop"), 0);
     arena_fini(&a);
     kcache_free(c);
     config_free(cfg);
