@@ -162,6 +162,7 @@ void kube_auth_free(struct kube_auth *a)
     free(a->key_pem);
     free(a->token);
     free(a->token_file);
+    kube_exec_free(a->exec);
     free(a->tls_server_name);
     free(a->namespace);
     free(a->source);
@@ -329,6 +330,139 @@ static int pem_pair(struct kcfg *k, yaml_node_t *m, const char *field, const cha
     return 0;
 }
 
+/* A sequence of strings at key of m (absent: none) into *out[*n] (malloc'd). */
+static int str_list(struct kcfg *k, yaml_node_t *m, const char *key, const char *field, char ***out,
+                    uint32_t *n)
+{
+    yaml_node_t *seq = map_get(k, m, key);
+    if (!seq)
+        return 0;
+    if (seq->type != YAML_SEQUENCE_NODE)
+        return kfail_at(k, seq, SCHED_EINVAL, "%s.%s: expected a list", field, key);
+    size_t cap = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+    if (cap && !(*out = calloc(cap, sizeof(**out))))
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++) {
+        yaml_node_t *e = ydoc_node(&k->y, *it);
+        if (!e || e->type != YAML_SCALAR_NODE)
+            return kfail_at(k, e ? e : seq, SCHED_EINVAL, "%s.%s[%u]: expected a string", field,
+                            key, *n);
+        if (!((*out)[(*n)++] = strdup(ydoc_text(e))))
+            return kfail(k, SCHED_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* exec.env: [{name, value}] into x->env as "NAME=value". */
+static int exec_env(struct kcfg *k, yaml_node_t *ex, const char *field, struct kube_exec *x)
+{
+    yaml_node_t *seq = map_get(k, ex, "env");
+    if (!seq)
+        return 0;
+    if (seq->type != YAML_SEQUENCE_NODE)
+        return kfail_at(k, seq, SCHED_EINVAL, "%s.env: expected a list", field);
+    size_t cap = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+    if (cap && !(x->env = calloc(cap, sizeof(*x->env))))
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++) {
+        yaml_node_t *e = ydoc_node(&k->y, *it);
+        char f[160];
+        snprintf(f, sizeof(f), "%s.env[%u]", field, x->n_env);
+        const char *name = NULL, *value = NULL;
+        int rc = e && e->type == YAML_MAPPING_NODE
+                     ? get_str(k, e, "name", f, &name)
+                     : kfail_at(k, e ? e : seq, SCHED_EINVAL, "%s: expected a mapping", f);
+        if (!rc)
+            rc = get_str(k, e, "value", f, &value);
+        if (rc)
+            return rc;
+        if (!name || !*name || strchr(name, '='))
+            return kfail_at(k, e, SCHED_EINVAL, "%s.name: missing or holding '='", f);
+        size_t n = strlen(name) + (value ? strlen(value) : 0) + 2;
+        char *v = malloc(n);
+        if (!v)
+            return kfail(k, SCHED_ENOMEM, "out of memory");
+        snprintf(v, n, "%s=%s", name, value ? value : "");
+        x->env[x->n_env++] = v;
+    }
+    return 0;
+}
+
+/* ExecCredential spec.cluster (provideClusterInfo) from the cluster entry; NULL out of memory. */
+static char *exec_cluster(struct kcfg *kc, yaml_node_t *cluster, const struct kube_auth *a)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "server", a->server);
+    if (a->tls_server_name)
+        cJSON_AddStringToObject(o, "tls-server-name", a->tls_server_name);
+    if (a->insecure)
+        cJSON_AddBoolToObject(o, "insecure-skip-tls-verify", true);
+    const char *ca = NULL;
+    if (get_str(kc, cluster, "certificate-authority-data", "", &ca) == 0 && ca)
+        cJSON_AddStringToObject(o, "certificate-authority-data", ca);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* users[N].user.exec (field): the plugin, run once here for the first credentials. */
+static int exec_field(struct kcfg *k, yaml_node_t *ex, const char *field, struct kcfg *kc,
+                      yaml_node_t *cluster, struct kube_auth *a)
+{
+    if (ex->type != YAML_MAPPING_NODE)
+        return kfail_at(k, ex, SCHED_EINVAL, "%s: expected a mapping", field);
+    struct kube_exec *x = a->exec = calloc(1, sizeof(*x));
+    const char *av, *cmd, *mode;
+    bool cluster_info = false;
+    int rc = x ? 0 : kfail(k, SCHED_ENOMEM, "out of memory");
+    if (!rc && !(rc = get_str(k, ex, "apiVersion", field, &av)) &&
+        !(rc = get_str(k, ex, "command", field, &cmd)) &&
+        !(rc = get_str(k, ex, "interactiveMode", field, &mode)) &&
+        !(rc = get_bool(k, ex, "provideClusterInfo", field, &cluster_info)) &&
+        !(rc = str_list(k, ex, "args", field, &x->args, &x->n_args)))
+        rc = exec_env(k, ex, field, x);
+    if (rc)
+        return rc;
+    bool v1 = av && !strcmp(av, "client.authentication.k8s.io/v1");
+    if (!v1 && !(av && !strcmp(av, "client.authentication.k8s.io/v1beta1")))
+        return kfail_at(k, map_get(k, ex, "apiVersion") ? map_get(k, ex, "apiVersion") : ex,
+                        SCHED_EINVAL,
+                        "%s.apiVersion: client.authentication.k8s.io/v1 or v1beta1, not \"%s\"",
+                        field, av ? av : "");
+    if (!cmd || !*cmd)
+        return kfail_at(k, ex, SCHED_EINVAL, "%s.command: not set", field);
+    if (v1 && !mode) /* client-go: "interactiveMode must be specified for ... v1" */
+        return kfail_at(k, ex, SCHED_EINVAL, "%s.interactiveMode: must be set for %s", field, av);
+    if (mode && strcmp(mode, "Never") && strcmp(mode, "IfAvailable"))
+        return kfail_at(k, map_get(k, ex, "interactiveMode"), SCHED_EINVAL,
+                        "%s.interactiveMode: %s", field,
+                        strcmp(mode, "Always") ? "Never, IfAvailable or Always"
+                                               : "Always needs a terminal, which gangsched has "
+                                                 "not (Never or IfAvailable)");
+    size_t wl = strlen(k->file) + strlen(field) + 16, cl = strlen(k->dir) + strlen(cmd) + 2;
+    x->api_version = strdup(av);
+    x->where = malloc(wl);
+    x->command = malloc(cl); /* a relative path holding '/': the kubeconfig's directory's */
+    if (x->where)
+        snprintf(x->where, wl, "kubeconfig %s: %s", k->file, field);
+    if (x->command)
+        snprintf(x->command, cl, "%s%s%s", strchr(cmd, '/') && cmd[0] != '/' ? k->dir : "",
+                 strchr(cmd, '/') && cmd[0] != '/' ? "/" : "", cmd);
+    if (!x->api_version || !x->where || !x->command ||
+        (cluster_info && !(x->cluster = exec_cluster(kc, cluster, a))))
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    struct kube_exec_cred cr;
+    if ((rc = kube_exec_run(x, &cr, k->eb)) != 0)
+        return rc;
+    a->token = cr.token;
+    a->cert_pem = cr.cert_pem;
+    a->key_pem = cr.key_pem;
+    a->exec_expires_ms = cr.expires_ms;
+    return 0;
+}
+
 /* Parses k->file's text into k->y (config/yaml_doc.h: nesting guard, syntax errors with
  * file:line:column), its root a mapping in k->root; the caller closes k->y either way. */
 static int parse_doc(struct kcfg *k, const char *data, size_t len)
@@ -436,11 +570,22 @@ static int resolve(struct kcfg *ks, int n)
         if ((rc = get_str(ku, user, "token", uf, &token)) ||
             (rc = get_str(ku, user, "tokenFile", uf, &token_file)))
             return rc;
-        if (map_get(ku, user, "exec") || map_get(ku, user, "auth-provider"))
+        if (map_get(ku, user, "auth-provider")) /* removed from client-go in 1.26 */
             return kfail(ku, SCHED_EINVAL,
-                         "%s.%s: credential plugins are not supported (use a token, tokenFile or "
-                         "a client certificate)",
-                         uf, map_get(ku, user, "exec") ? "exec" : "auth-provider");
+                         "%s.auth-provider: not supported (use an exec plugin, a token, tokenFile "
+                         "or a client certificate)",
+                         uf);
+        yaml_node_t *ex = map_get(ku, user, "exec");
+        if (ex && (token || token_file || map_get(ku, user, "client-certificate") ||
+                   map_get(ku, user, "client-certificate-data")))
+            return kfail(ku, SCHED_EINVAL,
+                         "%s: exec and a token, tokenFile or client certificate together (one "
+                         "credential)",
+                         uf);
+        char ef[96];
+        snprintf(ef, sizeof(ef), "%s.exec", uf);
+        if (ex && (rc = exec_field(ku, ex, ef, kc, cluster, a)))
+            return rc;
         if (token && *token && !(a->token = strdup(token)))
             return kfail(k, SCHED_ENOMEM, "out of memory");
         if (token_file && *token_file) {

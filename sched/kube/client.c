@@ -109,8 +109,41 @@ static char *dup_or_null(const char *s)
 
 /* ---- token ----------------------------------------------------------------------------------- */
 
+/* The credential plugin (client.h struct kube_exec) run again: once its credential has
+ * expired, or forced (a 401), at most once a second; a failure keeps the previous credential. */
+static void exec_refresh(struct kube_client *c, bool force)
+{
+    uv_timeval64_t tv;
+    uv_gettimeofday(&tv);
+    int64_t wall = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    uint64_t now = uv_now(c->loop);
+    if ((!force && (!c->exec_expires_ms || wall < c->exec_expires_ms)) ||
+        (c->token_read && now - c->token_read_ms < 1000))
+        return;
+    c->token_read = true;
+    c->token_read_ms = now;
+    struct kube_exec_cred cr;
+    struct sched_errbuf eb;
+    if (kube_exec_run(c->exec, &cr, &eb) != 0) {
+        LOG_WARN("kube", "credential plugin: keeping the previous credential: error=%s", eb.msg);
+        return;
+    }
+    free(c->token);
+    free(c->cert_pem);
+    free(c->key_pem);
+    c->token = cr.token;
+    c->cert_pem = cr.cert_pem;
+    c->key_pem = cr.key_pem;
+    c->exec_expires_ms = cr.expires_ms;
+    c->stats.exec_runs++;
+}
+
 static void token_refresh(struct kube_client *c, bool force)
 {
+    if (c->exec) {
+        exec_refresh(c, force);
+        return;
+    }
     if (!c->token_file)
         return;
     uint64_t now = uv_now(c->loop);
@@ -399,14 +432,15 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
             curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
         }
         if (c->cert_pem) {
-            struct curl_blob b = {c->cert_pem, strlen(c->cert_pem), CURL_BLOB_NOCOPY};
+            /* copied: a credential plugin may replace it while the request waits */
+            struct curl_blob b = {c->cert_pem, strlen(c->cert_pem), CURL_BLOB_COPY};
             curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
             curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
         } else if (c->cert_file) {
             curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
         }
         if (c->key_pem) {
-            struct curl_blob b = {c->key_pem, strlen(c->key_pem), CURL_BLOB_NOCOPY};
+            struct curl_blob b = {c->key_pem, strlen(c->key_pem), CURL_BLOB_COPY};
             curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
             curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
         } else if (c->key_file) {
@@ -613,7 +647,7 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
         status = 0;
     if (status == 429)
         c->stats.throttled++;
-    if (status == 401 && c->token_file && !r->auth_retried) {
+    if (status == 401 && (c->token_file || c->exec) && !r->auth_retried) {
         token_refresh(c, true);
         r->auth_retried = true;
         r->not_before = 0;
@@ -738,6 +772,7 @@ static void free_fields(struct kube_client *c)
     free(c->key_pem);
     free(c->token);
     free(c->token_file);
+    kube_exec_free(c->exec);
     free(c->user_agent);
 }
 
@@ -786,10 +821,13 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     c->key_pem = dup_or_null(auth->key_pem);
     c->token = dup_or_null(auth->token);
     c->token_file = dup_or_null(auth->token_file);
+    c->exec = auth->exec ? kube_exec_dup(auth->exec) : NULL;
+    c->exec_expires_ms = auth->exec_expires_ms;
     if (!rc && (!c->user_agent || (auth->ca_file && !c->ca_file) || (auth->ca_pem && !c->ca_pem) ||
                 (auth->cert_file && !c->cert_file) || (auth->cert_pem && !c->cert_pem) ||
                 (auth->key_file && !c->key_file) || (auth->key_pem && !c->key_pem) ||
-                (auth->token && !c->token) || (auth->token_file && !c->token_file)))
+                (auth->token && !c->token) || (auth->token_file && !c->token_file) ||
+                (auth->exec && !c->exec)))
         rc = sched_fail(eb, SCHED_ENOMEM, "kube client: out of memory");
     if (!rc && !(c->multi = curl_multi_init()))
         rc = sched_fail(eb, SCHED_ENOMEM, "kube client: curl_multi_init failed");
@@ -809,7 +847,8 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     c->curl_timer.data = c;
     c->pump_timer.data = c;
     c->drain_timer.data = c;
-    token_refresh(c, true);
+    if (!c->exec) /* the plugin ran when the credentials were loaded */
+        token_refresh(c, true);
     *out = c;
     return 0;
 }

@@ -30,16 +30,52 @@
 
 /* ---- authentication ------------------------------------------------------------------------ */
 
+/* An exec credential plugin (kubeconfig users[].user.exec, client.authentication.k8s.io v1 or
+ * v1beta1, as client-go runs one): run when the credentials are loaded, again once the
+ * credential it gave expires (status.expirationTimestamp) and after a 401. It gets
+ * KUBERNETES_EXEC_INFO (an ExecCredential: spec.interactive false, spec.cluster when the
+ * kubeconfig sets provideClusterInfo) and the kubeconfig's env; stdin is /dev/null (gangsched has
+ * no terminal: interactiveMode Always is refused), stderr is ours. It runs synchronously, at most
+ * 30 s, and must print an ExecCredential of the same apiVersion whose status holds a token, or
+ * clientCertificateData and clientKeyData. */
+struct kube_exec {
+    char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
+    char *command;     /* a path (relative ones resolved against the kubeconfig's directory, as
+                          client-go does for a command holding a '/'), else looked up in PATH */
+    char **args;
+    uint32_t n_args;
+    char **env; /* "NAME=value" */
+    uint32_t n_env;
+    char *cluster; /* JSON of ExecCredential spec.cluster (provideClusterInfo), or NULL */
+    char *where;   /* "kubeconfig FILE: users[N].user.exec", for messages */
+};
+
+/* A plugin's answer: a token, or a client certificate and key (PEM); strings malloc'd. */
+struct kube_exec_cred {
+    char *token, *cert_pem, *key_pem;
+    int64_t expires_ms; /* ms since the epoch; 0: does not expire */
+};
+
+/* Runs the plugin (blocking). 0, or SCHED_EIO (not found, a non-zero exit, killed at 30 s, more
+ * than 1 MiB printed) / SCHED_EINVAL (not an ExecCredential as asked) / SCHED_ENOMEM, the
+ * message naming the kubeconfig field and the command. */
+int kube_exec_run(const struct kube_exec *x, struct kube_exec_cred *cr, struct sched_errbuf *eb);
+void kube_exec_cred_clear(struct kube_exec_cred *cr);
+struct kube_exec *kube_exec_dup(const struct kube_exec *x); /* NULL out of memory */
+void kube_exec_free(struct kube_exec *x);
+
 /* Where and how to connect; every string owned by the struct. */
 struct kube_auth {
-    char *server;     /* "https://host:port" (no trailing slash) */
-    char *ca_file;    /* CA bundle path, or NULL */
-    char *ca_pem;     /* CA PEM data (certificate-authority-data, decoded), or NULL */
-    char *cert_file;  /* client certificate path, or NULL */
-    char *cert_pem;   /* client certificate PEM data, or NULL */
-    char *key_file;   /* client key path, or NULL */
-    char *key_pem;    /* client key PEM data, or NULL */
-    char *token;      /* bearer token, or NULL */
+    char *server;            /* "https://host:port" (no trailing slash) */
+    char *ca_file;           /* CA bundle path, or NULL */
+    char *ca_pem;            /* CA PEM data (certificate-authority-data, decoded), or NULL */
+    char *cert_file;         /* client certificate path, or NULL */
+    char *cert_pem;          /* client certificate PEM data, or NULL */
+    char *key_file;          /* client key path, or NULL */
+    char *key_pem;           /* client key PEM data, or NULL */
+    char *token;             /* bearer token, or NULL */
+    struct kube_exec *exec;  /* the credential plugin that gave token or cert/key, or NULL */
+    int64_t exec_expires_ms; /* when its credential expires (ms since the epoch; 0: never) */
     char *token_file; /* re-read at most every 60 s and on 401 (service-account token rotation) */
     bool insecure;    /* insecure-skip-tls-verify: only when the kubeconfig says so */
     char *tls_server_name; /* or NULL */
@@ -52,7 +88,8 @@ struct kube_auth {
  * (KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,
  * namespace}). Supports the current context's server, certificate-authority(-data),
  * insecure-skip-tls-verify, tls-server-name, client-certificate(-data), client-key(-data),
- * token, tokenFile, namespace; relative paths are relative to the kubeconfig's directory.
+ * token, tokenFile, exec (a credential plugin, run here once: struct kube_exec), namespace;
+ * relative paths are relative to the kubeconfig's directory.
  * Errors name the file and the field. Parsed with libyaml (never by hand). */
 int kube_auth_load(const char *path, struct kube_auth **out, struct sched_errbuf *eb);
 void kube_auth_free(struct kube_auth *a);
@@ -166,6 +203,7 @@ struct kube_client_stats {
     uint64_t streamed_lists; /* streaming lists (WatchList) completed */
     uint64_t stream_refused; /* streaming lists refused by the server (then paged) */
     uint64_t dropped;        /* gated requests dropped (kube_client_drop_writes, a closed gate) */
+    uint64_t exec_runs;      /* credential plugin runs after the first (expiry, 401) */
     uint64_t rx_ms;    /* loop time (ms) of the last body bytes received on any request; 0: none */
     uint32_t inflight; /* requests on the wire now */
     uint32_t queued;   /* requests waiting for the bucket or an in-flight slot */

@@ -77,12 +77,13 @@ static void print_stats(void)
     kube_client_stats(client, &s);
     printf("t=%llu STATS requests=%llu retries=%llu errors=%llu throttled=%llu relists=%llu "
            "reconnects=%llu watch_events=%llu paged_lists=%llu streamed_lists=%llu "
-           "stream_refused=%llu\n",
+           "stream_refused=%llu exec_runs=%llu\n",
            ms(), (unsigned long long)s.requests, (unsigned long long)s.retries,
            (unsigned long long)s.errors, (unsigned long long)s.throttled,
            (unsigned long long)s.relists, (unsigned long long)s.reconnects,
            (unsigned long long)s.watch_events, (unsigned long long)s.paged_lists,
-           (unsigned long long)s.streamed_lists, (unsigned long long)s.stream_refused);
+           (unsigned long long)s.streamed_lists, (unsigned long long)s.stream_refused,
+           (unsigned long long)s.exec_runs);
     fflush(stdout);
 }
 

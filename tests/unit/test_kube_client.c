@@ -287,6 +287,105 @@ static void kubeconfig_inline(void **state)
     kube_auth_free(a);
 }
 
+static void expect_error(const char *yaml, int code, const char *const *parts);
+
+/* A kubeconfig whose user runs plugin `script` (written executable as exec-plugin.sh in the
+ * temporary directory, named by a relative path) with exec fields `more`; loaded: its result. */
+static int load_exec(const char *script, const char *more, struct kube_auth **a,
+                     struct sched_errbuf *eb)
+{
+    char path[512], buf[2000];
+    write_file("exec-plugin.sh", script, path, sizeof(path));
+    chmod(path, 0700);
+    snprintf(buf, sizeof(buf),
+             "current-context: x\n"
+             "clusters: [{name: c, cluster: {server: 'https://h:6443', tls-server-name: api.h}}]\n"
+             "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+             "command: ./exec-plugin.sh%s%s}}}]\n"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+             strstr(more, "interactiveMode") ? "" : ", interactiveMode: Never", more);
+    write_file("exec.yaml", buf, path, sizeof(path));
+    *a = NULL;
+    return kube_auth_load(path, a, eb);
+}
+
+#define CRED_HEAD "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+
+/* Exec credential plugins (client.authentication.k8s.io): the token (args, env and
+ * KUBERNETES_EXEC_INFO given), a client certificate, the expiry, and each refusal named. */
+static void kubeconfig_exec(void **state)
+{
+    (void)state;
+    struct kube_auth *a;
+    struct sched_errbuf eb;
+    /* the token is made of its argument, an env entry and whether it got the cluster */
+    int rc = load_exec(
+        "#!/bin/sh\n"
+        "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*'api.h'*) c=cl;; "
+        "*) c=nocl;; esac\n"
+        "printf '" CRED_HEAD "\"status\":{\"token\":\"%s-%s-%s\",\"expirationTimestamp\":"
+        "\"2030-01-02T03:04:05Z\"}}' \"$1\" \"$GREETING\" \"$c\"\n",
+        ", args: [one], env: [{name: GREETING, value: hi}], provideClusterInfo: true", &a, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_string_equal(a->token, "one-hi-cl");
+    assert_int_equal(a->exec_expires_ms, 1893553445000LL);
+    assert_non_null(a->exec);
+    kube_auth_free(a);
+    rc = load_exec("#!/bin/sh\nprintf '" CRED_HEAD "\"status\":{\"clientCertificateData\":\"C\","
+                   "\"clientKeyData\":\"K\"}}'\n",
+                   "", &a, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_null(a->token);
+    assert_string_equal(a->cert_pem, "C");
+    assert_string_equal(a->key_pem, "K");
+    assert_int_equal(a->exec_expires_ms, 0);
+    kube_auth_free(a);
+    static const struct {
+        const char *script, *more, *want;
+        int rc;
+    } bad[] = {
+        {"#!/bin/sh\nexit 3\n", "", "users[0].user.exec: command", SCHED_EIO},
+        {"#!/bin/sh\nexit 3\n", "", "exit status 3", SCHED_EIO},
+        {"#!/bin/sh\necho nope\n", "", "ExecCredential: its output is not JSON", SCHED_EINVAL},
+        {"#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+         "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}'\n",
+         "", "apiVersion: not the kubeconfig's", SCHED_EINVAL},
+        {"#!/bin/sh\nprintf '" CRED_HEAD "\"status\":{}}'\n", "",
+         "exactly one of token and clientCertificateData", SCHED_EINVAL},
+        {"#!/bin/sh\nprintf '" CRED_HEAD "\"status\":{\"token\":\"t\",\"expirationTimestamp\":"
+         "\"soon\"}}'\n",
+         "", "expirationTimestamp: not RFC 3339", SCHED_EINVAL},
+        {"#!/bin/sh\n", ", interactiveMode: Always", "Always needs a terminal", SCHED_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rc = load_exec(bad[i].script, bad[i].more, &a, &eb);
+        if (rc != bad[i].rc || !strstr(eb.msg, bad[i].want))
+            fail_msg("case %zu: rc %d, '%s' not in '%s'", i, rc, bad[i].want, eb.msg);
+        assert_null(a);
+    }
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+                 "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                 "command: p}}}]\n"
+                 "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+                 SCHED_EINVAL, (const char *const[]){"exec.interactiveMode: must be set", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+                 "users: [{name: u, user: {token: t, exec: {apiVersion: "
+                 "client.authentication.k8s.io/v1beta1, command: p}}}]\n"
+                 "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+                 SCHED_EINVAL, (const char *const[]){"exec and a token", NULL});
+    expect_error(
+        "current-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+        "command: no-such-plugin-anywhere}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+        SCHED_EIO, (const char *const[]){"command no-such-plugin-anywhere: not found", NULL});
+}
+
 static void kubeconfig_relative_files(void **state)
 {
     (void)state;
@@ -368,7 +467,9 @@ static void kubeconfig_errors(void **state)
                  "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
                  "users: [{name: u, user: {exec: {command: gke-gcloud-auth-plugin}}}]\n"
                  "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
-                 SCHED_EINVAL, (const char *const[]){"users[0].user.exec", "not supported", NULL});
+                 SCHED_EINVAL,
+                 (const char *const[]){"users[0].user.exec.apiVersion",
+                                       "client.authentication.k8s.io/v1 or v1beta1", NULL});
     expect_error("current-context: x\n"
                  "clusters: [{name: c, cluster: {server: 'ftp://h'}}]\n"
                  "contexts: [{name: x, context: {cluster: c}}]\n",
@@ -655,6 +756,7 @@ int main(void)
         cmocka_unit_test(kubeconfig_inline),
         cmocka_unit_test(kubeconfig_relative_files),
         cmocka_unit_test(kubeconfig_errors),
+        cmocka_unit_test(kubeconfig_exec),
         cmocka_unit_test(kubeconfig_env_and_in_cluster),
         cmocka_unit_test(kubeconfig_merged_list),
         cmocka_unit_test(text_helpers),

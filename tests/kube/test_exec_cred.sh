@@ -1,0 +1,87 @@
+#!/bin/sh
+# tests/kube/test_exec_cred.sh: exec credential plugins (client.authentication.k8s.io/v1, as
+# client-go runs them: sched/kube/exec_cred.c) against the fake API server over TLS with its
+# token. A plugin (a shell script counting its runs) gives the token: the client's first request
+# succeeds with it; a plugin whose first answer the server refuses (401) is run again and the
+# request retried once; one whose credential expires is run again when the next request starts;
+# one that fails stops the client with the kubeconfig field and the exit status named; and the
+# real kubectl, reading the same kubeconfig, runs the plugin and is let in too. Environment:
+# BUILD.
+. tests/kube/lib.inc
+BUILD=${BUILD:-build}
+P=$BUILD/tests/kubeprobe
+[ -x "$P" ] || { bad "missing $P (make test-bins)"; finish; }
+start_fake
+PODS=/api/v1/namespaces/default/pods
+
+# the plugin: counts its runs in $D/runs; STALE_FIRST: its first token is wrong; EXPIRES: the
+# expirationTimestamp it gives; FAIL: exits 7
+cat >"$TMP/plugin.sh" <<'EOF'
+#!/bin/sh
+d=$(dirname "$0")
+n=$(cat "$d/runs" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" >"$d/runs"
+[ -n "${FAIL:-}" ] && { echo "plugin: no credentials here" >&2; exit 7; }
+tok=$TOKEN
+[ "$n" -eq 1 ] && [ -n "${STALE_FIRST:-}" ] && tok=stale
+exp=""
+[ -n "${EXPIRES:-}" ] && exp=",\"expirationTimestamp\":\"$EXPIRES\""
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+printf '"status":{"token":"%s"%s}}\n' "$tok" "$exp"
+EOF
+chmod +x "$TMP/plugin.sh"
+
+# kc NAME ENV-ENTRIES: the fake's kubeconfig, its token replaced by the plugin (a command
+# relative to the kubeconfig's directory) with env TOKEN=test-token and the entries given
+kc() {
+    sed "s|^    token: test-token\$|    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ./plugin.sh\n      interactiveMode: Never\n      env:\n      - {name: TOKEN, value: test-token}$2|" \
+        "$KUBECONFIG" >"$TMP/$1.kc"
+}
+runs() { cat "$TMP/runs" 2>/dev/null || echo 0; }
+
+kc plain ""
+rm -f "$TMP/runs"
+timeout 30 "$P" request "$TMP/plain.kc" GET $PODS >"$TMP/plain.out" 2>&1
+expect_eq "the plugin's token is sent: 200 at the first attempt" \
+    "$(grep -oE 'status=[0-9]+ attempts=[0-9]+' "$TMP/plain.out" | head -1)" "status=200 attempts=1"
+expect_eq "the plugin ran once" "$(runs)" 1
+
+kc stale "\n      - {name: STALE_FIRST, value: x}"
+rm -f "$TMP/runs"
+timeout 30 "$P" request "$TMP/stale.kc" GET $PODS >"$TMP/stale.out" 2>&1
+expect_eq "a 401 runs the plugin again and the request is retried with its new token" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/stale.out" | head -1) $(runs)" "status=200 2"
+expect_eq "exec_runs counts the run after the first" \
+    "$(grep -oE 'exec_runs=[0-9]+' "$TMP/stale.out")" "exec_runs=1"
+
+# a credential that expires 2 s from now: the watch's requests after that run the plugin again
+exp=$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)
+kc expiring "\n      - {name: EXPIRES, value: '$exp'}"
+rm -f "$TMP/runs"
+KUBEPROBE_WATCH_TIMEOUT=1 timeout 30 "$P" watch "$TMP/expiring.kc" $PODS 5 >"$TMP/exp.out" 2>&1
+n=$(runs)
+[ "$n" -ge 2 ] && ok "an expired credential runs the plugin again ($n runs in 5 s)" ||
+    bad "an expired credential did not run the plugin again: $n runs; $(tail -3 "$TMP/exp.out")"
+expect_eq "and no request was refused" "$(grep -c 'status=401' "$TMP/exp.out")" 0
+
+kc failing "\n      - {name: FAIL, value: x}"
+timeout 30 "$P" request "$TMP/failing.kc" GET $PODS >"$TMP/fail.out" 2>&1
+rc=$?
+expect_eq "a failing plugin stops the client (exit 2)" "$rc" 2
+grep -q "users\[0\].user.exec: command .*plugin.sh: exit status 7" "$TMP/fail.out" &&
+    ok "naming the kubeconfig field, the command and its exit status" ||
+    bad "message: $(cat "$TMP/fail.out")"
+
+if command -v kubectl >/dev/null; then
+    rm -f "$TMP/runs"
+    if timeout 60 kubectl --kubeconfig "$TMP/plain.kc" --cache-dir "$TMP/kcache" \
+        get --raw $PODS >"$TMP/kubectl.out" 2>&1; then
+        ok "kubectl runs the same plugin and is let in ($(runs) run)"
+    else
+        bad "kubectl with the plugin: $(tail -3 "$TMP/kubectl.out")"
+    fi
+else
+    bad "kubectl is not installed (make deps installs Debian's kubernetes-client)"
+fi
+finish
