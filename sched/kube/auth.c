@@ -164,6 +164,7 @@ void kube_auth_free(struct kube_auth *a)
     free(a->token_file);
     kube_exec_free(a->exec);
     free(a->tls_server_name);
+    free(a->proxy_url);
     free(a->namespace);
     free(a->source);
     free(a);
@@ -327,6 +328,22 @@ static int pem_pair(struct kcfg *k, yaml_node_t *m, const char *field, const cha
         snprintf(f, sizeof(f), "%s.%s", field, key);
         return file_field(k, f, path, file_out);
     }
+    return 0;
+}
+
+/* clusters[N].cluster.proxy-url: the schemes client-go takes (http, https, socks5); a SOCKS5
+ * proxy resolves the server's name itself, as Go's SOCKS5 dialer asks it to (curl: socks5h). */
+static int proxy_field(struct kcfg *k, yaml_node_t *cluster, const char *field, const char *url,
+                       struct kube_auth *a)
+{
+    bool socks = !strncmp(url, "socks5://", 9);
+    if (!socks && strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+        return kfail_at(k, map_get(k, cluster, "proxy-url"), SCHED_EINVAL,
+                        "%s.proxy-url: the scheme must be http, https or socks5", field);
+    size_t n = strlen(url) + 2;
+    if (!(a->proxy_url = malloc(n)))
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    snprintf(a->proxy_url, n, "%s%s", socks ? "socks5h://" : "", socks ? url + 9 : url);
     return 0;
 }
 
@@ -547,9 +564,10 @@ static int resolve(struct kcfg *ks, int n)
     snprintf(uf, sizeof(uf), "users[%d].user", ui);
 
     struct kube_auth *a = k->a;
-    const char *server, *sni;
+    const char *server, *sni, *proxy;
     if ((rc = get_str(kc, cluster, "server", kf, &server)) ||
         (rc = get_str(kc, cluster, "tls-server-name", kf, &sni)) ||
+        (rc = get_str(kc, cluster, "proxy-url", kf, &proxy)) ||
         (rc = get_bool(kc, cluster, "insecure-skip-tls-verify", kf, &a->insecure)))
         return rc;
     if (!server || (strncmp(server, "https://", 8) && strncmp(server, "http://", 7)))
@@ -562,6 +580,8 @@ static int resolve(struct kcfg *ks, int n)
         a->server[l - 1] = '\0';
     if (sni && *sni && !(a->tls_server_name = strdup(sni)))
         return kfail(k, SCHED_ENOMEM, "out of memory");
+    if (proxy && *proxy && (rc = proxy_field(kc, cluster, kf, proxy, a)))
+        return rc;
     rc = pem_pair(kc, cluster, kf, "certificate-authority", &a->ca_file, &a->ca_pem);
     if (rc)
         return rc;

@@ -424,6 +424,8 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
     }
     if (c->connect_to)
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
+    if (c->proxy_url) /* else curl reads https_proxy/no_proxy, as client-go does */
+        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
     if (c->https) {
         if (c->ca_pem) {
             struct curl_blob b = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_NOCOPY};
@@ -773,6 +775,7 @@ static void free_fields(struct kube_client *c)
     free(c->token);
     free(c->token_file);
     kube_exec_free(c->exec);
+    free(c->proxy_url);
     free(c->user_agent);
 }
 
@@ -822,12 +825,13 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     c->token = dup_or_null(auth->token);
     c->token_file = dup_or_null(auth->token_file);
     c->exec = auth->exec ? kube_exec_dup(auth->exec) : NULL;
+    c->proxy_url = dup_or_null(auth->proxy_url);
     c->exec_expires_ms = auth->exec_expires_ms;
     if (!rc && (!c->user_agent || (auth->ca_file && !c->ca_file) || (auth->ca_pem && !c->ca_pem) ||
                 (auth->cert_file && !c->cert_file) || (auth->cert_pem && !c->cert_pem) ||
                 (auth->key_file && !c->key_file) || (auth->key_pem && !c->key_pem) ||
                 (auth->token && !c->token) || (auth->token_file && !c->token_file) ||
-                (auth->exec && !c->exec)))
+                (auth->exec && !c->exec) || (auth->proxy_url && !c->proxy_url)))
         rc = sched_fail(eb, SCHED_ENOMEM, "kube client: out of memory");
     if (!rc && !(c->multi = curl_multi_init()))
         rc = sched_fail(eb, SCHED_ENOMEM, "kube client: curl_multi_init failed");

@@ -79,6 +79,9 @@ struct kube_auth {
     char *token_file; /* re-read at most every 60 s and on 401 (service-account token rotation) */
     bool insecure;    /* insecure-skip-tls-verify: only when the kubeconfig says so */
     char *tls_server_name; /* or NULL */
+    char *proxy_url;       /* the cluster's proxy-url (http, https, or socks5 resolving names
+                              at the proxy, as client-go's), or NULL: the environment's
+                              https_proxy/no_proxy, as client-go */
     char *namespace;       /* context namespace, or in-cluster namespace file, or "default" */
     char *source;          /* "kubeconfig PATH (context NAME)" or "in-cluster": for messages */
 };
@@ -88,7 +91,8 @@ struct kube_auth {
  * (KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,
  * namespace}). Supports the current context's server, certificate-authority(-data),
  * insecure-skip-tls-verify, tls-server-name, client-certificate(-data), client-key(-data),
- * token, tokenFile, exec (a credential plugin, run here once: struct kube_exec), namespace;
+ * proxy-url, token, tokenFile, exec (a credential plugin, run here once: struct kube_exec),
+ * namespace;
  * relative paths are relative to the kubeconfig's directory.
  * Errors name the file and the field. Parsed with libyaml (never by hand). */
 int kube_auth_load(const char *path, struct kube_auth **out, struct sched_errbuf *eb);

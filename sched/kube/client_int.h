@@ -74,6 +74,7 @@ struct kube_client {
     struct curl_slist *connect_to;
     char *ca_file, *ca_pem, *cert_file, *cert_pem, *key_file, *key_pem;
     char *token, *token_file;
+    char *proxy_url;         /* kube_auth's, or NULL */
     struct kube_exec *exec;  /* a credential plugin (client.h), or NULL */
     int64_t exec_expires_ms; /* when its credential expires (ms since the epoch; 0: never) */
     bool insecure;

@@ -5,8 +5,9 @@
 # succeeds with it; a plugin whose first answer the server refuses (401) is run again and the
 # request retried once; one whose credential expires is run again when the next request starts;
 # one that fails stops the client with the kubeconfig field and the exit status named; and the
-# real kubectl, reading the same kubeconfig, runs the plugin and is let in too. Environment:
-# BUILD.
+# real kubectl, reading the same kubeconfig, runs the plugin and is let in too. A cluster's
+# proxy-url (tests/kube/connect_proxy.py, a CONNECT proxy) carries the client's connection and
+# kubectl's; another scheme is refused naming the field. Environment: BUILD.
 . tests/kube/lib.inc
 BUILD=${BUILD:-build}
 P=$BUILD/tests/kubeprobe
@@ -73,7 +74,33 @@ grep -q "users\[0\].user.exec: command .*plugin.sh: exit status 7" "$TMP/fail.ou
     ok "naming the kubeconfig field, the command and its exit status" ||
     bad "message: $(cat "$TMP/fail.out")"
 
+# the cluster's proxy-url: every connection goes through the CONNECT proxy
+python3 tests/kube/connect_proxy.py "$TMP/proxy.port" "$TMP/proxy.log" &
+PROXY_PID=$!
+i=0
+while [ ! -s "$TMP/proxy.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sed "s|^    server: \(.*\)\$|    server: \1\n    proxy-url: http://127.0.0.1:$(cat "$TMP/proxy.port")|" \
+    "$TMP/plain.kc" >"$TMP/proxied.kc"
+timeout 30 "$P" request "$TMP/proxied.kc" GET $PODS >"$TMP/proxied.out" 2>&1
+expect_eq "with proxy-url the request goes through the proxy" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/proxied.out" | head -1) $(grep -c CONNECT "$TMP/proxy.log")" \
+    "status=200 1"
+sed "s|proxy-url: http|proxy-url: ftp|" "$TMP/proxied.kc" >"$TMP/badproxy.kc"
+timeout 30 "$P" request "$TMP/badproxy.kc" GET $PODS >"$TMP/badproxy.out" 2>&1
+grep -q "clusters\[0\].cluster.proxy-url: the scheme must be http, https or socks5" \
+    "$TMP/badproxy.out" && ok "a proxy-url of another scheme is refused naming the field" ||
+    bad "proxy-url ftp: $(cat "$TMP/badproxy.out")"
+
 if command -v kubectl >/dev/null; then
+    K() { timeout 60 kubectl --kubeconfig "$1" --cache-dir "$TMP/kcache" get --raw $PODS; }
+    n=$(grep -c CONNECT "$TMP/proxy.log")
+    if K "$TMP/proxied.kc" >"$TMP/kubectl-proxy.out" 2>&1; then
+        m=$(grep -c CONNECT "$TMP/proxy.log")
+        [ "$m" -gt "$n" ] && ok "kubectl takes the same proxy-url ($((m - n)) tunnels)" ||
+            bad "kubectl did not go through the proxy"
+    else
+        bad "kubectl with proxy-url: $(tail -3 "$TMP/kubectl-proxy.out")"
+    fi
     rm -f "$TMP/runs"
     if timeout 60 kubectl --kubeconfig "$TMP/plain.kc" --cache-dir "$TMP/kcache" \
         get --raw $PODS >"$TMP/kubectl.out" 2>&1; then
@@ -84,4 +111,5 @@ if command -v kubectl >/dev/null; then
 else
     bad "kubectl is not installed (make deps installs Debian's kubernetes-client)"
 fi
+kill "$PROXY_PID" 2>/dev/null
 finish

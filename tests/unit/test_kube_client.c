@@ -329,8 +329,19 @@ static void kubeconfig_exec(void **state)
     if (rc)
         fail_msg("%s", eb.msg);
     assert_string_equal(a->token, "one-hi-cl");
+    assert_null(a->proxy_url);
     assert_int_equal(a->exec_expires_ms, 1893553445000LL);
     assert_non_null(a->exec);
+    kube_auth_free(a);
+    char path[512];
+    write_file("proxy.yaml",
+               "current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h', proxy-url: "
+               "'socks5://127.0.0.1:1080'}}]\n"
+               "contexts: [{name: x, context: {cluster: c}}]\n",
+               path, sizeof(path));
+    assert_int_equal(kube_auth_load(path, &a, &eb), 0);
+    assert_string_equal(a->proxy_url, "socks5h://127.0.0.1:1080"); /* names resolved there */
     kube_auth_free(a);
     rc = load_exec("#!/bin/sh\nprintf '" CRED_HEAD "\"status\":{\"clientCertificateData\":\"C\","
                    "\"clientKeyData\":\"K\"}}'\n",
@@ -470,6 +481,11 @@ static void kubeconfig_errors(void **state)
                  SCHED_EINVAL,
                  (const char *const[]){"users[0].user.exec.apiVersion",
                                        "client.authentication.k8s.io/v1 or v1beta1", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h', proxy-url: 'ftp://p:1'}}]\n"
+                 "contexts: [{name: x, context: {cluster: c}}]\n",
+                 SCHED_EINVAL,
+                 (const char *const[]){"clusters[0].cluster.proxy-url: the scheme must be", NULL});
     expect_error("current-context: x\n"
                  "clusters: [{name: c, cluster: {server: 'ftp://h'}}]\n"
                  "contexts: [{name: x, context: {cluster: c}}]\n",
