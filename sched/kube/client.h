@@ -61,6 +61,10 @@ struct kube_exec_cred {
  * message naming the kubeconfig field and the command. */
 int kube_exec_run(const struct kube_exec *x, struct kube_exec_cred *cr, struct sched_errbuf *eb);
 void kube_exec_cred_clear(struct kube_exec_cred *cr);
+/* Tests only (the kubeconfig fuzzer, whose inputs must never run a command): when set,
+ * kube_exec_run calls it instead of running the plugin. */
+extern int (*kube_exec_hook)(const struct kube_exec *x, struct kube_exec_cred *cr,
+                             struct sched_errbuf *eb);
 struct kube_exec *kube_exec_dup(const struct kube_exec *x); /* NULL out of memory */
 void kube_exec_free(struct kube_exec *x);
 
