@@ -93,6 +93,7 @@ void cluster_free(struct cluster *c)
     if (!c)
         return;
     dra_inv_free(c->dra);
+    dra_inv_free(c->dra_mig);
     if (c->pool) {
         struct pool_chunk *ch = c->pool->head;
         while (ch) {
@@ -595,6 +596,8 @@ int cluster_finalize(struct cluster *c, const char *const *level_names,
         return rc;
     if (c->dra && dra_inv_apply(c->dra, c) < 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (c->dra_mig) /* MIG devices, as the daemon counts them (sched/kube/mig.h) */
+        dra_inv_apply_mig(c->dra_mig, c);
     c->total_gpus = 0;
     c->max_node_gpus = 0;
     for (uint32_t i = 0; i < c->n_nodes; i++) {

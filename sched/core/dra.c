@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/device.h"
+#include "sched/core/res.h"
 #include "sched/core/strmap.h"
 
 struct dra_dev {
@@ -475,4 +477,60 @@ static int node_islands(struct dra_inv *inv, struct cluster *c, struct node *nd)
     nd->annotations = kv;
     nd->n_annotations++;
     return 0;
+}
+
+/* ---- MIG devices (see dra.h) ----------------------------------------------------------------- */
+
+static bool mig_uncounted; /* a profile's name could not be interned (dra_mig_uncounted) */
+
+int dra_mig_res(const struct cel_device *d)
+{
+    const char *prof = NULL;
+    for (uint32_t k = 0; d && k < d->n_attrs && !prof; k++) {
+        const struct cel_attr *a = &d->attrs[k];
+        bool own = !a->domain || !*a->domain || (d->driver && strcmp(a->domain, d->driver) == 0);
+        if (a->type == CEL_STR && own && strcmp(a->name, DRA_MIG_PROFILE) == 0)
+            prof = a->s;
+    }
+    if (!prof || !*prof)
+        return -1;
+    const char *gpu = device_resource(), *slash = strchr(gpu, '/');
+    char name[256];
+    int len = slash ? (int)(slash - gpu) : 0;
+    if (snprintf(name, sizeof(name), "%.*s%smig-%s", len, gpu, slash ? "/" : "", prof) >=
+        (int)sizeof(name))
+        return -1;
+    int id = res_lookup(name);
+    struct sched_errbuf eb;
+    if (id < 0 && res_intern(name, &id, &eb) != 0) {
+        mig_uncounted = true;
+        return -1;
+    }
+    return id == RES_GPU ? -1 : id;
+}
+
+bool dra_mig_uncounted(void)
+{
+    return mig_uncounted;
+}
+
+int dra_inv_apply_mig(const struct dra_inv *inv, struct cluster *c)
+{
+    int nodes = 0;
+    for (uint32_t i = 0; inv && i < c->n_nodes; i++) {
+        struct node *nd = &c->nodes[i];
+        int64_t count[RES_MAX] = {0};
+        const struct cel_device *info;
+        uint32_t g = 0;
+        for (; dra_inv_device(inv, nd->name, g, NULL, NULL, &info); g++) {
+            int r = dra_mig_res(info);
+            if (r >= 0 && r < RES_MAX)
+                count[r]++;
+        }
+        nodes += g > 0;
+        for (int r = 0; r < RES_MAX; r++)
+            if (count[r] > 0 && nd->alloc.v[r] == 0)
+                nd->alloc.v[r] = count[r];
+    }
+    return nodes;
 }

@@ -68,6 +68,24 @@ void dra_inv_set_class_res(struct dra_inv *inv, int res);
  * -1 out of memory. */
 int dra_inv_apply(const struct dra_inv *inv, struct cluster *c);
 
+/* MIG devices (NVIDIA's static MIG: sched/kube/mig.h): the devices of the accelerator's DRA
+ * driver whose attribute "type" is DRA_MIG_TYPE, kept in an inventory of their own. A node's MIG
+ * devices of one profile (attribute DRA_MIG_PROFILE, e.g. "1g.10gb") count as the extended
+ * resource "<the accelerator resource's domain>/mig-<profile>" (the device plugin's mixed
+ * strategy names them so), in both drivers. */
+#define DRA_MIG_TYPE    "mig"
+#define DRA_MIG_PROFILE "profile"
+/* The profile resource of MIG device d (interned at first sight), or -1: no profile attribute,
+ * or one that makes no resource name (logged once). */
+int dra_mig_res(const struct cel_device *d);
+/* Whether some profile was not counted: its name is no resource name, or the resource table
+ * (RES_MAX names) is full; the drivers say so once. */
+bool dra_mig_uncounted(void);
+/* Sets alloc of each profile's resource of every node of c to its MIG devices of that profile
+ * in complete newest pools, unless the node reports that resource (the device plugin's count
+ * wins). Returns how many nodes have MIG devices. */
+int dra_inv_apply_mig(const struct dra_inv *inv, struct cluster *c);
+
 /* Whether accept(device, ctx) holds for some GPU device of any slice. */
 bool dra_inv_any(const struct dra_inv *inv,
                  bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx);

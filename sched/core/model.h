@@ -111,8 +111,9 @@ struct cluster {
     /* private */
     uint32_t cap_nodes;
     struct cluster_pool *pool;
-    struct dra_inv *dra; /* ResourceSlices read with the nodes (sim --nodes), or NULL: applied
-                            by cluster_finalize (sched/core/dra.h), freed with the cluster */
+    struct dra_inv *dra;     /* ResourceSlices read with the nodes (sim --nodes), or NULL: applied
+                                by cluster_finalize (sched/core/dra.h), freed with the cluster */
+    struct dra_inv *dra_mig; /* their MIG devices, alike (dra_inv_apply_mig) */
 };
 
 struct cluster *cluster_new(void);

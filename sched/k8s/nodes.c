@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "config/yaml_doc.h"
+#include "sched/core/device.h"
 #include "sched/core/hami.h"
 #include "sched/core/log.h"
 #include "sched/core/quantity.h"
@@ -717,13 +718,16 @@ static cJSON *val_json(struct doc *d, struct val v)
 static int load_slice(struct doc *d, struct val v)
 {
     d->node_name = NULL;
-    if (!d->c->dra && !(d->c->dra = dra_inv_new()))
+    if ((!d->c->dra && !(d->c->dra = dra_inv_new())) ||
+        (!d->c->dra_mig && !(d->c->dra_mig = dra_inv_new())))
         return fail_nomem(d, v);
     cJSON *o = val_json(d, v);
     if (!o)
         return fail_nomem(d, v);
     struct sched_errbuf inner;
     int rc = k8s_slice_put(d->c->dra, o, &inner);
+    if (rc == 0) /* its MIG devices too, as the daemon reads them (sched/kube/mig.h) */
+        rc = k8s_slice_typed_event(d->c->dra_mig, o, false, device_dra()->driver, DRA_MIG_TYPE);
     cJSON_Delete(o);
     return rc ? fail_at(d, v, rc, "%s", inner.msg) : 0;
 }

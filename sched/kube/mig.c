@@ -86,7 +86,7 @@ void kmig_free(struct kmig *m)
 int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted)
 {
     m->gen++;
-    return k8s_slice_typed_event(m->inv, obj, deleted, device_dra()->driver, KMIG_TYPE);
+    return k8s_slice_typed_event(m->inv, obj, deleted, device_dra()->driver, DRA_MIG_TYPE);
 }
 
 static bool any_device(const struct cel_device *d, const void *ctx)
@@ -106,54 +106,15 @@ bool kmig_any(const struct kmig *m)
     return w->any;
 }
 
-/* The profile resource of MIG device d (its attribute "profile", unqualified or in its driver's
- * domain), interned at first sight; -1 when it has none or the name is no resource name. */
-static int dev_res(const struct cel_device *d)
-{
-    const char *prof = NULL;
-    for (uint32_t k = 0; d && k < d->n_attrs && !prof; k++) {
-        const struct cel_attr *a = &d->attrs[k];
-        bool own = !a->domain || !*a->domain || (d->driver && strcmp(a->domain, d->driver) == 0);
-        if (a->type == CEL_STR && own && strcmp(a->name, KMIG_PROFILE) == 0)
-            prof = a->s;
-    }
-    if (!prof || !*prof)
-        return -1;
-    const char *gpu = device_resource(), *slash = strchr(gpu, '/');
-    char name[256];
-    int len = slash ? (int)(slash - gpu) : 0;
-    if (snprintf(name, sizeof(name), "%.*s%s%s", len, gpu, slash ? KMIG_RESOURCE_PART : "mig-",
-                 prof) >= (int)sizeof(name))
-        return -1;
-    int id = res_lookup(name);
-    struct sched_errbuf eb;
-    if (id < 0 && res_intern(name, &id, &eb) != 0) {
-        static bool said;
-        if (!said)
-            LOG_WARN("kube", "MIG devices of a profile not counted: error=%s", eb.msg);
-        said = true;
-        return -1;
-    }
-    return id == RES_GPU ? -1 : id;
-}
-
 int kmig_apply(const struct kmig *m, struct cluster *c)
 {
-    if (!kmig_any(m))
-        return 0;
-    for (uint32_t i = 0; i < c->n_nodes; i++) {
-        struct node *nd = &c->nodes[i];
-        int64_t count[RES_MAX] = {0};
-        const struct cel_device *info;
-        for (uint32_t g = 0; dra_inv_device(m->inv, nd->name, g, NULL, NULL, &info); g++) {
-            int r = dev_res(info);
-            if (r >= 0 && r < RES_MAX)
-                count[r]++;
-        }
-        for (int r = 0; r < RES_MAX; r++)
-            if (count[r] > 0 && nd->alloc.v[r] == 0) /* the device plugin's count wins */
-                nd->alloc.v[r] = count[r];
-    }
+    static bool said;
+    if (kmig_any(m))
+        dra_inv_apply_mig(m->inv, c);
+    if (dra_mig_uncounted() && !said)
+        LOG_WARN("kube", "MIG devices of some profile not counted: its name is no resource name "
+                         "or the resource table is full");
+    said |= dra_mig_uncounted();
     return 0;
 }
 
@@ -217,7 +178,7 @@ static bool profile_of(const struct cel_device *d, const void *ctx)
     struct profiles *p = (struct profiles *)ctx;
     if (!kdra_alt_matches(p->alt, p->classes, d))
         return false;
-    int r = dev_res(d);
+    int r = dra_mig_res(d);
     uint32_t i = 0;
     while (r >= 0 && i < p->n && p->res[i] != r)
         i++;
@@ -379,14 +340,14 @@ int kmig_device_res(const struct kmig *m, const char *node, const char *pool, co
     const struct cel_device *info = NULL;
     if (g < 0 || !dra_inv_device(m->inv, node, (uint32_t)g, NULL, NULL, &info))
         return -1;
-    return dev_res(info);
+    return dra_mig_res(info);
 }
 
 /* Whether every device of d's profile that some request of x takes passes that request. */
 static bool device_ok(const struct kmig_ctx *cx, const struct kclaim *x, const int16_t *res,
                       const struct cel_device *d)
 {
-    int r = dev_res(d);
+    int r = dra_mig_res(d);
     for (uint32_t q = 0; q < x->n_reqs && q < KDRA_MAX_REQS; q++)
         if (res[q] == r && !kdra_alt_matches(&x->reqs[q].alts[0], cx->classes, d))
             return false;
@@ -412,7 +373,7 @@ struct reject_ctx {
 static bool rejects(const struct cel_device *d, const void *ctx)
 {
     const struct reject_ctx *rc = ctx;
-    return dev_res(d) == rc->res && !kdra_alt_matches(rc->alt, rc->classes, d);
+    return dra_mig_res(d) == rc->res && !kdra_alt_matches(rc->alt, rc->classes, d);
 }
 
 bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
@@ -479,7 +440,7 @@ int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const 
         const struct cel_device *info;
         for (uint32_t g = 0; need && (name = dra_inv_device(m->inv, node, g, &dv, &pl, &info));
              g++) {
-            if (dev_res(info) != res[r] ||
+            if (dra_mig_res(info) != res[r] ||
                 !kdra_alt_matches(&x->reqs[r].alts[0], cx->classes, info) ||
                 !free_for(m, x, pl, name, dev, pool, k))
                 continue;

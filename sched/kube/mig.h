@@ -4,7 +4,7 @@
  * beside the whole GPUs: attribute "type" "mig", "profile" (e.g. "1g.10gb"), "parentUUID"; its
  * DeviceClass mig.nvidia.com selects them (device.attributes['gpu.nvidia.com'].type == 'mig').
  * gangsched counts a node's MIG devices of one profile as the extended resource the device
- * plugin's mixed strategy names them by (KMIG_RESOURCE: "nvidia.com/mig-1g.10gb"), so that
+ * plugin's mixed strategy names them by ("nvidia.com/mig-1g.10gb"), so that
  * placement, quota (quotaMapping weights included) and usage treat both alike, and allocates a
  * claim's MIG devices at binding.
  *
@@ -36,11 +36,8 @@
 #include "sched/core/strmap.h"
 #include "sched/kube/dra.h"
 
-#define KMIG_TYPE          "mig"     /* a MIG device's attribute "type" (NVIDIA's driver) */
-#define KMIG_PROFILE       "profile" /* its profile attribute, e.g. "1g.10gb" */
-/* The resource a profile counts as: "<the accelerator resource's domain>/mig-<profile>". */
-#define KMIG_RESOURCE_PART "/mig-"
-#define KMIG_POD_MAX       4 /* distinct profiles one pod's claims take */
+/* A MIG device's type and profile attributes, and the resource a profile counts as, are the
+ * core's rule (sched/core/dra.h dra_mig_res), which the simulator's nodes share. */
 
 struct kmig;
 
@@ -53,9 +50,7 @@ int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted);
 /* Whether any MIG device is known (the rest of this module has nothing to do otherwise). */
 bool kmig_any(const struct kmig *m);
 
-/* Sets alloc of each profile's resource of every node of c (before cluster_finalize) to its
- * MIG devices of that profile in complete newest pools, unless the node's status reports that
- * resource (the device plugin's count wins). 0, or -1 out of memory. */
+/* dra_inv_apply_mig of the MIG inventory on c (before cluster_finalize). 0. */
 int kmig_apply(const struct kmig *m, struct cluster *c);
 
 /* Claim events: the devices allocated claims hold (old: the claim replaced or deleted, now: its

@@ -3,7 +3,7 @@
 # tests/data/nodes-ext.json (the same nodes with nvidia.com/gpu: 8) gives the same result; kwok's
 # fixture slices (tests/data/kwok-dra/) give a node its GPUs from a second --nodes file; without
 # them the node has none; with device amd.com/gpu AMD's full GPUs count, its partitions and
-# NVIDIA's devices do not.
+# NVIDIA's devices do not; NVIDIA's MIG devices count per profile (nvidia.com/mig-1g.10gb).
 . tests/sim/lib.inc
 for f in nodes-dra.yaml nodes-ext.json; do
     "$GS" simulate --no-progress --json --seed 3 --policy gangsched --nodes "tests/data/$f" \
@@ -72,4 +72,29 @@ expect_eq "the 3-GPU job is rejected" "$("$JGET" "$TMP/amd.out" policies/0/rejec
     --nodes "$TMP/node.yaml" --nodes tests/data/kwok-dra/resourceslice-kwok-node-0-2gpu-80Gi.yaml \
     --trace "$TMP/t.csv" >"$TMP/amd0.out"
 expect_eq "device amd.com/gpu: NVIDIA's slice gives no GPUs (nothing starts)" "$("$JGET" "$TMP/amd0.out" policies/0/started)" 0
+# NVIDIA's static MIG devices (type mig) count per profile as the device plugin's mixed strategy
+# names them, as the daemon counts them (sched/kube/mig.h): 7 devices of 1g.10gb on kwok-node-0
+cat >"$TMP/mig.yaml" <<'YAML'
+apiVersion: v1
+kind: List
+items:
+- kind: ResourceSlice
+  metadata: {name: kwok-node-0-gpu.nvidia.com}
+  spec:
+    driver: gpu.nvidia.com
+    nodeName: kwok-node-0
+    pool: {name: kwok-node-0, generation: 1, resourceSliceCount: 1}
+    devices:
+YAML
+for i in 0 1 2 3 4 5 6; do
+    printf '    - {name: gpu-0-mig-1g10gb-19-%d, attributes: {type: {string: mig}, profile: {string: 1g.10gb}}}\n' "$i" >>"$TMP/mig.yaml"
+done
+printf 'job_id,submission_time,duration,num_gpu,resource,gpus_per_pod\n' >"$TMP/tm.csv"
+printf 'a,0,10,4,nvidia.com/mig-1g.10gb,4\nb,0,10,4,nvidia.com/mig-1g.10gb,4\n' >>"$TMP/tm.csv"
+printf 'c,0,10,1,nvidia.com/mig-3g.40gb,1\nd,0,10,1,,1\n' >>"$TMP/tm.csv"
+"$GS" simulate --no-progress --json --policy gangsched --nodes "$TMP/node.yaml" \
+    --nodes "$TMP/mig.yaml" --trace "$TMP/tm.csv" >"$TMP/mig.out" || bad "simulate with MIG devices failed"
+expect_eq "MIG devices: both 4-slice jobs of 1g.10gb ran" "$("$JGET" "$TMP/mig.out" policies/0/completed)" 2
+expect_eq "one after the other (7 slices)" "$("$JGET" "$TMP/mig.out" policies/0/makespan_s)" 20
+expect_eq "a 3g.40gb job and a whole-GPU job are rejected (no such devices)" "$("$JGET" "$TMP/mig.out" policies/0/rejected)" 2
 finish
