@@ -165,6 +165,9 @@ static int put(struct dra_inv *inv, const cJSON *slice, const char *want_driver,
         const char *ty = driver_ok ? type_of(dev, driver) : NULL;
         if (!driver_ok || (type ? !ty || strcmp(ty, type) != 0 : !device_dra_whole(NULL, ty)))
             continue;
+        if (type && cJSON_GetArraySize(get(dev, "consumesCounters")) > 0)
+            continue; /* a partitionable device (KEP-4815: dynamic MIG) shares its GPU's counters
+                         with the others: not a device of its own */
         char where[300];
         snprintf(where, sizeof(where), "resourceslice %s: spec.devices[%d].attributes", name, i);
         rc = device_values(get(dev, "attributes"), false, where, vals[k][0], &info[k].n_attrs,

@@ -147,6 +147,17 @@ static void profiles_as_resources(void **state)
     assert_int_equal(c->nodes[2].alloc.v[r1], 0);
     assert_int_equal(kmig_device_res(f.m, "a", "a", "gpu-1-mig-3g40gb-8"), r3);
     assert_int_equal(kmig_device_res(f.m, "a", "a", "gpu-2"), -1); /* a whole GPU */
+    /* dynamic MIG (KEP-4815's partitionable devices): devices sharing counters are not counted */
+    cJSON *dyn = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"d-slice\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+        "\"nodeName\":\"c\",\"pool\":{\"name\":\"c\"},\"devices\":[{\"name\":\"gpu-0-mig-1g10gb-"
+        "19-0\",\"attributes\":{\"type\":{\"string\":\"mig\"},\"profile\":{\"string\":"
+        "\"1g.10gb\"}},\"consumesCounters\":[{\"counterSet\":\"gpu-0\",\"counters\":{"
+        "\"memory\":{\"value\":\"10Gi\"}}}]}]}}");
+    assert_int_equal(kmig_slice_event(f.m, dyn, false), 0);
+    cJSON_Delete(dyn);
+    assert_int_equal(kmig_apply(f.m, c), 0);
+    assert_int_equal(c->nodes[2].alloc.v[r1], 0);
     cJSON *gone = cJSON_Parse("{\"metadata\":{\"name\":\"a-slice\"}}");
     assert_int_equal(kmig_slice_event(f.m, gone, true), 0);
     cJSON_Delete(gone);
