@@ -106,10 +106,11 @@ def start():
 
 
 def answered(c, s):
-    """(1) a victim that answers; the API server refuses the first writes to its PodGroup."""
+    """(1) a victim that answers; the API server refuses the first two writes of its PodGroup's
+    annotations (not its status': those come whenever the cycle writes them)."""
     def refuse():
         c.post("/_fake/faults", {"type": "error", "code": 409, "verb": "patch",
-                                 "path": "/podgroups/low", "count": 2})
+                                 "path": "/podgroups/low", "notPath": "/status", "count": 2})
     ev0, ann = preempt(c, "low", "high", "the victim runs", refuse)
     check("a refused checkpoint request is sent again",
           "checkpoint request write failed: gang=default/low status=409" in s.text() and

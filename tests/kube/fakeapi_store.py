@@ -162,6 +162,8 @@ class Faults:
                     continue
                 if r.get("path") and r["path"] not in path:
                     continue
+                if r.get("notPath") and r["notPath"] in path:
+                    continue
                 if r["count"] > 0:
                     r["count"] -= 1
                     if r["count"] == 0:
