@@ -680,14 +680,12 @@ static bool mig_put(struct kpod *p, int r, int64_t n)
     return true;
 }
 
-/* MIG claim x of pod p (index i; view: res, why from kmig_claim): its devices into p's request
- * (an allocation's as allocated, else each request's count of its profile); what keeps the pod
- * from placement, or NULL. */
-static const char *mig_demand(const struct kclaims *c, struct kpod *p, uint32_t i,
-                              const struct kclaim *x, const int16_t *res, const char *why,
-                              uint32_t users, struct arena *a)
+/* MIG claim x's devices into pending or bound pod p's request: an allocation's as allocated,
+ * else (its view refused: nothing) each request's count of its profile res[] (kmig_claim); why
+ * a pending pod waits because of them, or NULL. */
+static const char *mig_add(const struct kclaims *c, struct kpod *p, const struct kclaim *x,
+                           const int16_t *res, bool refused, struct arena *a)
 {
-    const char *key = p->claims[i];
     bool ok = true;
     if (x->allocated && x->n_alloc) {
         const char *node = x->alloc_node ? x->alloc_node : x->alloc[0].pool;
@@ -695,26 +693,14 @@ static const char *mig_demand(const struct kclaims *c, struct kpod *p, uint32_t 
             ok &=
                 mig_put(p, kmig_device_res(c->mig, node, x->alloc[k].pool, x->alloc[k].device), 1);
     } else {
-        for (uint32_t r = 0; !why && r < x->n_reqs && r < KDRA_MAX_REQS; r++)
+        for (uint32_t r = 0; !refused && r < x->n_reqs && r < KDRA_MAX_REQS; r++)
             ok &= mig_put(p, res[r], x->reqs[r].count);
     }
-    if (p->node)
-        return NULL;
-    if (!why && !ok)
-        why = arena_printf(a, "pod %s: its claims take MIG devices of more than %u profiles",
-                           p->key, (unsigned)(sizeof(p->mig) / sizeof(p->mig[0])));
-    if (!why && users > 1)
-        why = arena_printf(a,
-                           "resourceclaim %s: a claim of MIG devices shared by several pods is "
-                           "not allocated by gangsched",
-                           key);
-    if (!why && x->deleting)
-        why = arena_printf(a, "resourceclaim %s is being deleted (deletionTimestamp set)", key);
-    if (!why && x->unsupported)
-        why = x->unsupported;
-    if (!why && !kdra_claim_free_for(x, kdra_who(p, i)))
-        why = arena_printf(a, "ResourceClaim %s is allocated to another consumer", key);
-    return why;
+    return ok || p->node ? NULL
+                         : arena_printf(a,
+                                        "pod %s: its claims take MIG devices of more than %u "
+                                        "profiles",
+                                        p->key, (unsigned)(sizeof(p->mig) / sizeof(p->mig[0])));
 }
 
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
@@ -756,24 +742,31 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             continue;
         }
         const int16_t *mres;
-        const char *mw;
-        if (kmig_claim(c->mig, &cx, p->claims[i], x, &mres, &mw)) { /* MIG devices (mig.h) */
-            mw = mig_demand(c, p, i, x, mres, mw, users, a);
-            why = why ? why : mw;
-            continue;
+        const char *mw = NULL; /* a MIG claim's refusal (mig.h), in place of class_why's */
+        bool mig = kmig_claim(c->mig, &cx, p->claims[i], x, &mres, &mw);
+        if (mig) {
+            const char *aw = mig_add(c, p, x, mres, mw != NULL, a);
+            mw = mw ? mw : aw;
+            if (!mw && users > 1)
+                mw = arena_printf(a,
+                                  "resourceclaim %s: a claim of MIG devices shared by several "
+                                  "pods is not allocated by gangsched",
+                                  p->claims[i]);
+            mw = p->node ? NULL : mw;
+        } else {
+            p->req.v[RES_GPU] += x->gpus;
+            if (x->channels && !x->unsupported)
+                why = why ? why : kclaims_channel(c, p, x, a);
+            n_all += x->all; /* every GPU of a node: added below */
+            n_gpu_claims += x->gpus > 0 || x->all;
         }
-        p->req.v[RES_GPU] += x->gpus;
-        if (x->channels && !x->unsupported)
-            why = why ? why : kclaims_channel(c, p, x, a);
-        n_all += x->all; /* every GPU of a node: added below */
-        n_gpu_claims += x->gpus > 0 || x->all;
         if (x->deleting && !p->node) /* kube-scheduler: "resourceclaim ... is being deleted" */
             why = why ? why
                       : arena_printf(a, "resourceclaim %s is being deleted (deletionTimestamp set)",
                                      p->claims[i]);
         else if (x->unsupported)
             why = why ? why : x->unsupported;
-        else if (!why && (cw = class_why(c, x, p->claims[i], a)) != NULL)
+        else if (!why && (cw = mig ? mw : class_why(c, x, p->claims[i], a)) != NULL)
             why = cw;
         else if (sw)
             why = why ? why : sw;
@@ -794,6 +787,31 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
     if (c->class_res >= 0) /* the claimed devices, for quota (config_qmap) */
         p->req.v[c->class_res] = p->req.v[RES_GPU] - p->gpus_own;
     return why;
+}
+
+/* The node requirement metadata.name In names[n] (a matchFields term's). */
+static struct sel_req names_in(const char **names, uint32_t n)
+{
+    return (struct sel_req){
+        .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = n};
+}
+
+/* A preferred node affinity term of `weight` for nodes names[n] added to ps's own. 0 or
+ * SCHED_ENOMEM. */
+static int pref_names(struct arena *a, struct podset *ps, const char **names, uint32_t n,
+                      int32_t weight)
+{
+    struct pref_term *pt = arena_calloc(a, ps->n_pref + 1, sizeof(*pt));
+    struct sel_req *req = arena_calloc(a, 1, sizeof(*req));
+    if (!pt || !req)
+        return SCHED_ENOMEM;
+    if (ps->n_pref)
+        memcpy(pt, ps->pref, ps->n_pref * sizeof(*pt));
+    *req = names_in(names, n);
+    pt[ps->n_pref] = (struct pref_term){.weight = weight, .term = {.reqs = req, .n_reqs = 1}};
+    ps->pref = pt;
+    ps->n_pref++;
+    return 0;
 }
 
 /* kube-scheduler's DynamicResources score of a node whose GPU devices are devs[n] for claims
@@ -839,46 +857,17 @@ static int alt_prefs(struct arena *a, const char **names, const int32_t *score, 
         if (v > 0 && j == (int32_t)n_w)
             w[n_w++] = v;
     }
-    struct pref_term *pt = arena_calloc(a, ps->n_pref + n_w, sizeof(*pt));
-    if (!pt)
-        return SCHED_ENOMEM;
-    if (ps->n_pref)
-        memcpy(pt, ps->pref, ps->n_pref * sizeof(*pt));
     for (uint32_t j = 0; j < n_w; j++) {
         const char **in = arena_calloc(a, k, sizeof(*in));
-        struct sel_req *req = arena_calloc(a, 1, sizeof(*req));
-        if (!in || !req)
+        if (!in)
             return SCHED_ENOMEM;
         uint32_t m = 0;
         for (uint32_t i = 0; i < k; i++)
             if (score[i] * 100 / max == w[j])
                 in[m++] = names[i];
-        *req = (struct sel_req){
-            .key = "metadata.name", .field = true, .op = SEL_IN, .values = in, .n_values = m};
-        pt[ps->n_pref + j] = (struct pref_term){.weight = w[j], .term = {.reqs = req, .n_reqs = 1}};
+        if (pref_names(a, ps, in, m, w[j]) != 0)
+            return SCHED_ENOMEM;
     }
-    ps->pref = pt;
-    ps->n_pref += n_w;
-    return 0;
-}
-
-/* A preferred node affinity term of weight 100 for nodes[n] added to ps's own: the nodes of
- * allocations an earlier attempt left (their allocation, immutable once written, is written
- * again there; elsewhere the write is refused until the rollback's deallocation). 0 or
- * SCHED_ENOMEM. */
-static int earlier_prefs(struct arena *a, const char **nodes, uint32_t n, struct podset *ps)
-{
-    struct pref_term *pt = arena_calloc(a, ps->n_pref + 1, sizeof(*pt));
-    struct sel_req *req = arena_calloc(a, 1, sizeof(*req));
-    if (!pt || !req)
-        return SCHED_ENOMEM;
-    if (ps->n_pref)
-        memcpy(pt, ps->pref, ps->n_pref * sizeof(*pt));
-    *req = (struct sel_req){
-        .key = "metadata.name", .field = true, .op = SEL_IN, .values = nodes, .n_values = n};
-    pt[ps->n_pref] = (struct pref_term){.weight = 100, .term = {.reqs = req, .n_reqs = 1}};
-    ps->pref = pt;
-    ps->n_pref++;
     return 0;
 }
 
@@ -922,7 +911,10 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     bool every = false; /* the class accepts every GPU device: no node is kept off for it */
     if (ext)
         class_any(c, (struct kdra_class *)ext, &every);
-    if (n_prev && earlier_prefs(a, prev, n_prev, ps) != 0)
+    /* the nodes of allocations an earlier attempt left: their allocation, immutable once
+     * written, is written again there (elsewhere it is refused until the rollback's
+     * deallocation) */
+    if (n_prev && pref_names(a, ps, prev, n_prev, 100) != 0)
         return SCHED_ENOMEM;
     if (n_sel == 0 && n_mig == 0 && !pin && !apart && (!own || every))
         return 0;
@@ -973,8 +965,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
             return SCHED_ENOMEM;
         if (n)
             memcpy(reqs, old->reqs, n * sizeof(*reqs));
-        reqs[n] = (struct sel_req){
-            .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = k};
+        reqs[n] = names_in(names, k);
         terms[t] = (struct sel_term){.reqs = reqs, .n_reqs = n + 1};
     }
     ps->affinity = terms;
