@@ -335,18 +335,40 @@ static int index_build(struct dra_inv *inv)
     return rc;
 }
 
-bool dra_inv_any(const struct dra_inv *inv,
-                 bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx)
+bool dra_inv_each(const struct dra_inv *inv,
+                  bool (*each)(const char *pool, const char *device, const struct cel_device *d,
+                               void *ctx),
+                  void *ctx)
 {
     const char *k;
     void *v;
     for (size_t i = 0; inv && strmap_next(&inv->slices, &i, &k, &v);) {
         const struct dra_rec *r = v;
         for (uint32_t g = 0; g < r->n_gpus; g++)
-            if (accept(&r->gpus[g].info, ctx))
+            if (each(r->pool, r->gpus[g].name, &r->gpus[g].info, ctx))
                 return true;
     }
     return false;
+}
+
+struct any_ctx {
+    bool (*accept)(const struct cel_device *d, const void *ctx);
+    const void *ctx;
+};
+
+static bool any_each(const char *pool, const char *device, const struct cel_device *d, void *ctx)
+{
+    (void)pool;
+    (void)device;
+    const struct any_ctx *a = ctx;
+    return a->accept(d, a->ctx);
+}
+
+bool dra_inv_any(const struct dra_inv *inv,
+                 bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx)
+{
+    struct any_ctx a = {.accept = accept, .ctx = ctx};
+    return dra_inv_each(inv, any_each, &a);
 }
 
 /* GPU `index` of a node: its counted slices in name order, devices in name order. */

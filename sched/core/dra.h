@@ -86,6 +86,12 @@ bool dra_mig_uncounted(void);
  * wins). Returns how many nodes have MIG devices. */
 int dra_inv_apply_mig(const struct dra_inv *inv, struct cluster *c);
 
+/* Calls each(pool, device name, attributes, ctx) for every GPU device of every slice until it
+ * returns true; whether one did. */
+bool dra_inv_each(const struct dra_inv *inv,
+                  bool (*each)(const char *pool, const char *device, const struct cel_device *d,
+                               void *ctx),
+                  void *ctx);
 /* Whether accept(device, ctx) holds for some GPU device of any slice. */
 bool dra_inv_any(const struct dra_inv *inv,
                  bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx);

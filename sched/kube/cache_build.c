@@ -22,6 +22,7 @@
 #include "sched/kube/claims.h"
 #include "sched/kube/computedomain.h"
 #include "sched/kube/dra.h"
+#include "sched/kube/mig.h"
 #include "sched/kube/native.h"
 
 /* ---- building a cycle's input ---------------------------------------------------------------- */
@@ -560,6 +561,7 @@ static int read_pods(struct builder *b)
     for (size_t i = 0; strmap_next(hot, &i, &key, &v);)
         pods[n++] = v;
     kclaims_consumers_reset(b->c->dra);
+    kmig_build_begin(kclaims_mig(b->c->dra)); /* MIG profile choices of this build */
     bool notes = b->c->full || b->c->hot_claims || b->c->hot_foreign; /* note_pod has work */
     for (size_t i = 0; notes && i < n; i++) {
         if (i + READ_AHEAD < n)

@@ -17,6 +17,8 @@ struct kmig_view {
     const struct kclaim *x; /* the claim it was made for (dropped at the claim's events) */
     uint64_t gen, classes_gen;
     bool mig;
+    bool multi;    /* some request accepts several profiles: its choice is of generation cgen */
+    uint64_t cgen; /* struct kmig choice_gen it was made in */
     char *why;
     int16_t res[KDRA_MAX_REQS];
 };
@@ -24,8 +26,10 @@ struct kmig_view {
 /* What one alternative (its class and selectors) takes of MIG devices, shared by every claim
  * that asks alike (the claims of one template): one scan of the devices per generation. */
 struct kmig_shape {
-    int16_t res; /* its profile (profile_pick), -1: no device passes */
-    int every;   /* every device of that profile passes: 0 not known, 1 yes, 2 no */
+    int16_t res;   /* its profile (profile_pick), -1: no device passes */
+    int every;     /* every device of that profile passes: 0 not known, 1 yes, 2 no */
+    bool multi;    /* several profiles pass: res is chosen by the free devices of generation */
+    uint64_t cgen; /* ... cgen (struct kmig choice_gen), and chosen again in a later one */
 };
 
 struct kmig {
@@ -38,6 +42,8 @@ struct kmig {
     struct strmap views;   /* claim key -> struct kmig_view* */
     struct strmap shapes;  /* class "\x1f" selectors (struct kclaim_alt src) -> kmig_shape* */
     uint64_t shapes_gen, shapes_cgen; /* the shapes' generation: gen + 1, classes_gen */
+    uint64_t ugen;                    /* counts changes of taken and pending */
+    uint64_t choice_gen; /* ugen at the last kmig_build_begin: what profile choices read */
 };
 
 struct kmig *kmig_new(void)
@@ -83,6 +89,11 @@ void kmig_free(struct kmig *m)
     free(m);
 }
 
+void kmig_build_begin(struct kmig *m)
+{
+    m->choice_gen = m->ugen;
+}
+
 int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted)
 {
     m->gen++;
@@ -124,6 +135,14 @@ static bool dev_key(const char *pool, const char *device, char *buf, size_t n)
     return snprintf(buf, n, "%s\x1f%s", pool ? pool : "", device ? device : "") < (int)n;
 }
 
+/* Whether device (pool, name) is held by an allocated claim or picked by a write in flight. */
+static bool in_use(const struct kmig *m, const char *pool, const char *name)
+{
+    char key[600];
+    return !dev_key(pool, name, key, sizeof(key)) || strmap_get(&m->pending, key) ||
+           strmap_get(&m->taken, key);
+}
+
 static void note_alloc(struct kmig *m, const struct kclaim *x, int delta)
 {
     for (uint32_t k = 0; x && x->allocated && k < x->n_alloc; k++) {
@@ -131,6 +150,7 @@ static void note_alloc(struct kmig *m, const struct kclaim *x, int delta)
         if (!dev_key(x->alloc[k].pool, x->alloc[k].device, key, sizeof(key)))
             continue;
         uintptr_t n = (uintptr_t)strmap_get(&m->taken, key);
+        m->ugen++;
         if (delta < 0 && n <= 1)
             strmap_del(&m->taken, key);
         else if (strmap_put(&m->taken, key, (void *)(delta > 0 ? n + 1 : n - 1), NULL) != 0)
@@ -163,19 +183,21 @@ static bool class_mig(struct kmig *m, struct kdra_class *k)
     return k->mig_any;
 }
 
-/* The profiles of the MIG devices an alternative accepts, and how many of each (a scan of
- * every device). */
+/* The profiles of the MIG devices an alternative accepts, how many of each and how many of
+ * those are free (in_use; counted only when free_too: a scan of every device). */
 struct profiles {
+    const struct kmig *m;
     const struct kclaim_alt *alt;
     const struct strmap *classes;
+    bool free_too;
     int16_t res[RES_MAX];
-    uint32_t count[RES_MAX];
+    uint32_t count[RES_MAX], free[RES_MAX];
     uint32_t n;
 };
 
-static bool profile_of(const struct cel_device *d, const void *ctx)
+static bool profile_of(const char *pool, const char *name, const struct cel_device *d, void *ctx)
 {
-    struct profiles *p = (struct profiles *)ctx;
+    struct profiles *p = ctx;
     if (!kdra_alt_matches(p->alt, p->classes, d))
         return false;
     int r = dra_mig_res(d);
@@ -184,28 +206,55 @@ static bool profile_of(const struct cel_device *d, const void *ctx)
         i++;
     if (r >= 0 && i == p->n && p->n < RES_MAX)
         p->res[p->n++] = (int16_t)r;
-    if (r >= 0 && i < p->n)
+    if (r >= 0 && i < p->n) {
         p->count[i]++;
+        p->free[i] += p->free_too && !in_use(p->m, pool, name);
+    }
     return false;
 }
 
-/* The profile a request accepting several is given: the one with the most devices in the
- * cluster, then the first by name. */
-static int16_t profile_pick(const struct profiles *p)
+/* The profile a request of `need` devices accepting several is given: the one with the most
+ * devices in the cluster (the smallest, as a rule) among those with `need` free devices (held by
+ * no allocated claim, picked by no write in flight), else among all; then the first by name. */
+static int16_t profile_pick(const struct profiles *p, uint32_t need)
 {
     uint32_t best = 0;
-    for (uint32_t i = 1; i < p->n; i++)
-        if (p->count[i] > p->count[best] ||
-            (p->count[i] == p->count[best] &&
-             strcmp(res_name(p->res[i]), res_name(p->res[best])) < 0))
+    for (uint32_t i = 1; i < p->n; i++) {
+        bool room = p->free[i] >= need, best_room = p->free[best] >= need;
+        int d = room != best_room ? (room ? 1 : -1)
+                : p->count[i] != p->count[best]
+                    ? (p->count[i] > p->count[best] ? 1 : -1)
+                    : -strcmp(res_name(p->res[i]), res_name(p->res[best]));
+        if (d > 0)
             best = i;
+    }
     return p->res[best];
 }
 
-/* The shape of alternative alt (made at first sight in a generation; the map is emptied when
- * the slices or the classes change); NULL out of memory. */
+/* Scans the devices for shape sh of alternative alt asking `need` devices: its profile, chosen
+ * again (free devices counted) when several pass. */
+static void shape_scan(struct kmig *m, const struct kmig_ctx *cx, const struct kclaim_alt *alt,
+                       uint32_t need, struct kmig_shape *sh)
+{
+    struct profiles p = {.m = m, .alt = alt, .classes = cx->classes, .free_too = sh->multi};
+    dra_inv_each(m->inv, profile_of, &p);
+    if (p.n > 1 && !p.free_too) { /* first sight: several pass, count the free ones too */
+        p = (struct profiles){.m = m, .alt = alt, .classes = cx->classes, .free_too = true};
+        dra_inv_each(m->inv, profile_of, &p);
+    }
+    int16_t res = p.n ? profile_pick(&p, need) : -1;
+    if (res != sh->res)
+        sh->every = 0;
+    sh->res = res;
+    sh->multi = p.n > 1;
+    sh->cgen = m->choice_gen;
+}
+
+/* The shape of alternative alt asking `need` devices (made at first sight in a generation; the
+ * map is emptied when the slices or the classes change; a shape of several profiles is chosen
+ * again in each later choice generation); NULL out of memory. */
 static struct kmig_shape *shape_of(struct kmig *m, const struct kmig_ctx *cx,
-                                   const struct kclaim_alt *alt)
+                                   const struct kclaim_alt *alt, uint32_t need)
 {
     const char *k;
     void *v;
@@ -218,20 +267,21 @@ static struct kmig_shape *shape_of(struct kmig *m, const struct kmig_ctx *cx,
         m->shapes_cgen = cx->classes_gen;
     }
     const char *cls = alt->cls ? alt->cls : "", *src = alt->src ? alt->src : "";
-    size_t len = strlen(cls) + strlen(src) + 2;
+    size_t len = strlen(cls) + strlen(src) + 16;
     char *key = malloc(len);
     if (!key)
         return NULL;
-    snprintf(key, len, "%s\x1f%s", cls, src);
+    snprintf(key, len, "%u\x1f%s\x1f%s", need, cls, src);
     struct kmig_shape *sh = strmap_get(&m->shapes, key);
     if (!sh && (sh = calloc(1, sizeof(*sh))) != NULL) {
-        struct profiles p = {.alt = alt, .classes = cx->classes};
-        dra_inv_any(m->inv, profile_of, &p);
-        sh->res = p.n ? profile_pick(&p) : -1;
+        sh->res = -1;
+        shape_scan(m, cx, alt, need, sh);
         if (strmap_put(&m->shapes, key, sh, NULL) != 0) {
             free(sh);
             sh = NULL;
         }
+    } else if (sh && sh->multi && sh->cgen != m->choice_gen) {
+        shape_scan(m, cx, alt, need, sh);
     }
     free(key);
     return sh;
@@ -264,7 +314,8 @@ static const char *request_why(struct kmig *m, const struct kmig_ctx *cx, const 
                  "deviceclass %s selects whole devices and MIG devices: a request takes one kind",
                  cls);
     else {
-        const struct kmig_shape *sh = shape_of(m, cx, &q->alts[0]);
+        const struct kmig_shape *sh = shape_of(m, cx, &q->alts[0], q->count);
+        v->multi |= sh && sh->multi;
         if (sh && sh->res >= 0) {
             v->res[r] = sh->res;
             return NULL;
@@ -282,7 +333,8 @@ static struct kmig_view *view_make(struct kmig *m, const struct kmig_ctx *cx, co
     struct kmig_view *v = calloc(1, sizeof(*v));
     if (!v)
         return NULL;
-    *v = (struct kmig_view){.x = x, .gen = m->gen, .classes_gen = cx->classes_gen};
+    *v = (struct kmig_view){
+        .x = x, .gen = m->gen, .classes_gen = cx->classes_gen, .cgen = m->choice_gen};
     for (uint32_t r = 0; r < x->n_reqs && !v->mig; r++)
         for (uint32_t s = 0; s < x->reqs[r].n_alts && !v->mig; s++) {
             const char *cls = x->reqs[r].alts[s].cls;
@@ -312,7 +364,8 @@ static struct kmig_view *view_of(struct kmig *m, const struct kmig_ctx *cx, cons
                                  const struct kclaim *x)
 {
     struct kmig_view *v = strmap_get(&m->views, key);
-    if (v && v->x == x && v->gen == m->gen && v->classes_gen == cx->classes_gen)
+    if (v && v->x == x && v->gen == m->gen && v->classes_gen == cx->classes_gen &&
+        (!v->multi || v->cgen == m->choice_gen))
         return v;
     return view_make(m, cx, key, x);
 }
@@ -383,7 +436,7 @@ bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
     if (!v || !v->mig || v->why)
         return true; /* such a claim waits: no node is asked of it */
     for (uint32_t r = 0; r < x->n_reqs && r < KDRA_MAX_REQS; r++) {
-        struct kmig_shape *sh = shape_of(m, cx, &x->reqs[r].alts[0]);
+        struct kmig_shape *sh = shape_of(m, cx, &x->reqs[r].alts[0], x->reqs[r].count);
         if (!sh)
             return false; /* out of memory: each node is judged */
         if (!sh->every) {
@@ -467,6 +520,7 @@ int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const 
         }
         free(old);
     }
+    m->ugen += k > 0;
     *n = k;
     return 1;
 }
@@ -476,6 +530,8 @@ void kmig_release(struct kmig *m, const char *key)
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&m->pending, &i, &k, &v);)
-        if (strcmp(v, key) == 0)
+        if (strcmp(v, key) == 0) {
             free(strmap_del(&m->pending, k));
+            m->ugen++;
+        }
 }

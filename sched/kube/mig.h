@@ -11,11 +11,12 @@
  * A MIG claim: a request whose DeviceClass (not the accelerator's own) selects MIG devices of the
  * accelerator's driver and no whole device. Each of its requests must be `exactly`, ExactCount,
  * of such a class; it takes devices of one profile, among those its class's and own selectors
- * accept (over the cluster) the one with the most devices, then the first by name (a request
- * for "any MIG device" is given the commonest profile): the pod asks that many of the profile's
- * resource. Anything else (firstAvailable, All, constraints, a class selecting whole GPUs and
- * MIG devices, a claim mixing whole GPUs and MIG devices) waits with a reason naming the
- * claim.
+ * accept (over the cluster) the one with the most devices (the smallest, as a rule) among those
+ * with enough free devices when the build begins, else among all, then the first by name (a
+ * request for "any MIG device" is given the commonest profile while it has room, another once
+ * it has not): the pod asks that many of the profile's resource. Anything else (firstAvailable,
+ * All, constraints, a class selecting whole GPUs and MIG devices, a claim mixing whole GPUs and MIG
+ * devices) waits with a reason naming the claim.
  *
  * Owns: the MIG inventory (a dra_inv of the accelerator driver's type "mig" devices), the
  * profile resources, each claim's MIG view (kept per generation of slices and classes), the
@@ -49,6 +50,11 @@ void kmig_free(struct kmig *m);
 int kmig_slice_event(struct kmig *m, const cJSON *obj, bool deleted);
 /* Whether any MIG device is known (the rest of this module has nothing to do otherwise). */
 bool kmig_any(const struct kmig *m);
+
+/* A build begins: requests accepting several profiles are given the one with the most free
+ * devices now (kmig_claim), kept until the next build (so that binding picks what placement
+ * counted). */
+void kmig_build_begin(struct kmig *m);
 
 /* dra_inv_apply_mig of the MIG inventory on c (before cluster_finalize). 0. */
 int kmig_apply(const struct kmig *m, struct cluster *c);

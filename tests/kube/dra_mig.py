@@ -4,13 +4,14 @@ Owns: the static-MIG scenario of NVIDIA's DRA driver. Two DRA-only nodes (rack r
 one ResourceSlice of gpu.nvidia.com holding 7 MIG devices of profile 1g.10gb on its GPU 0 and 2 of
 profile 3g.40gb on its GPU 1, named and attributed as the driver publishes them (type "mig",
 profile, parentUUID; names gpu-<minor>-mig-<profile without dots>-<profile id>-<placement>), and
-the driver's DeviceClass mig.nvidia.com (type == 'mig'). The queue's quota is 2 nvidia.com/gpu;
+the driver's DeviceClass mig.nvidia.com (type == 'mig'). The queue's quota is 3 nvidia.com/gpu;
 quotaMapping counts a 1g.10gb slice as 1/7 GPU and a 3g.40gb as 3/7. Checked: a gang of two pods
 claiming 3 slices of 1g.10gb each is bound, each claim allocated 3 distinct 1g.10gb devices of its
-pod's node before its Binding; a 3g.40gb gang is bound with a 3g.40gb device (9/7 GPU in use); a
-second 1g.10gb gang (6/7 more) waits on quota and is bound once the 3g.40gb gang is gone, no
-device of it given twice; a claim of "any MIG device" (no selector) is given the commonest profile;
-a firstAvailable MIG claim waits with InvalidSpec naming why; whole-GPU claims find no GPU. Every
+pod's node before its Binding; a gang of four pods claiming a 3g.40gb slice each is bound with
+every 3g.40gb device (18/7 GPU in use); a second 1g.10gb gang (6/7 more) waits on quota and is
+bound once the 3g.40gb gang is gone, no device of it given twice; a claim of "any MIG device" (no
+selector) is given the commonest profile while it has room (1g.10gb), and a claim of two such
+devices the other profile once one 1g.10gb device is left; a firstAvailable MIG claim waits with InvalidSpec naming why; whole-GPU claims find no GPU. Every
 wait is bounded.
 """
 
@@ -28,7 +29,7 @@ queues:
   - name: team-a
     quota:
       default:
-        nvidia.com/gpu: 2
+        nvidia.com/gpu: 3
 quotaMapping:
   - resource: nvidia.com/mig-1g.10gb
     quotaResource: nvidia.com/gpu
@@ -132,10 +133,11 @@ def main():
           all(claim_rv.get(p, 1 << 62) < bind_rv.get(p, 0) for p in ("a-0", "a-1")),
           "%s %s" % (claim_rv, bind_rv))
 
-    dra.gang(c, "b", 1, "three-g")
-    b = wait_for(lambda: allocated(c, "b", 1, "3g.40gb", 1), 30)
-    check("a gang claiming a 3g.40gb slice is bound with a 3g.40gb device (9/7 GPU of quota in "
-          "use)", b, str(results(c, "b-0")) + s.text()[-800:])
+    dra.gang(c, "b", 4, "three-g")
+    b = wait_for(lambda: allocated(c, "b", 4, "3g.40gb", 1), 30)
+    check("a gang of four pods claiming a 3g.40gb slice each is bound with every 3g.40gb device "
+          "(18/7 GPU of quota in use)", b and len(b) == 4,
+          str(results(c, "b-0")) + s.text()[-800:])
 
     dra.gang(c, "c", 2, "one-g")
     wait_for(lambda: e2e.pg_status(c, "c").get("phase") == "Pending", 10)
@@ -143,7 +145,8 @@ def main():
                                     if "quota" in e.get("note", "")), 20)
     check("a second 1g.10gb gang (6/7 GPU more) waits on the queue's GPU quota through "
           "quotaMapping", got and not e2e.bound(c, "c"), str(got)[:400] + s.text()[-600:])
-    c.delete(dra.NS + "/b-0")
+    for i in range(4):
+        c.delete(dra.NS + "/b-%d" % i)
     cc = wait_for(lambda: allocated(c, "c", 2, "1g.10gb", 3), 40)
     check("once the 3g.40gb gang is gone the second gang is bound", cc, s.text()[-800:])
     check("no MIG device is given twice (12 distinct 1g.10gb devices, at most 7 per node)",
@@ -155,6 +158,11 @@ def main():
     d = wait_for(lambda: allocated(c, "d", 1, "1g.10gb", 1), 30)
     check("a claim of any MIG device is given the commonest profile (1g.10gb), a free device",
           d and a and cc and not (d & (a | cc)), str(results(c, "d-0")) + s.text()[-800:])
+    c.post(tmpl, mig_template("any-mig2", 2))
+    dra.gang(c, "f", 1, "any-mig2")
+    f = wait_for(lambda: allocated(c, "f", 1, "3g.40gb", 2), 30)
+    check("a claim of two of any MIG device, one 1g.10gb device being left, is given two "
+          "3g.40gb devices", f, str(results(c, "f-0")) + s.text()[-800:])
 
     fa = mig_template("prefer", 1, "3g.40gb")
     ex = fa["spec"]["spec"]["devices"]["requests"][0].pop("exactly")

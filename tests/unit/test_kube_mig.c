@@ -1,8 +1,9 @@
 /* tests/unit/test_kube_mig.c: MIG devices as DRA devices (sched/kube/mig.c): a node's devices of
  * each profile counted as the profile's resource (the device plugin's count wins), which claims
- * take MIG devices and of which profile (the commonest for "any"), what is refused and how it is
- * named, the node rule of selectors beyond the profile, and the devices picked at binding: never
- * one another claim holds or a write in flight picked, a claim's own allocation again. */
+ * take MIG devices and of which profile (for "any", the commonest with room), what is refused and
+ * how it is named, the node rule of selectors beyond the profile, and the devices picked at
+ * binding: never one another claim holds or a write in flight picked, a claim's own allocation
+ * again. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -325,6 +326,73 @@ static void picking_devices(void **state)
     fx_fini(&f);
 }
 
+/* A request accepting several profiles ("any MIG device") is given the commonest among those
+ * with enough free devices when a build begins (held by no allocated claim, picked by no write
+ * in flight), else the commonest; the choice holds until the next build, so binding picks what
+ * placement counted. */
+static void any_takes_a_profile_with_room(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_init(&f);
+    slice(f.m, "a", 3, 2, "A100");
+    int r1 = res_of("nvidia.com/mig-1g.10gb"), r3 = res_of("nvidia.com/mig-3g.40gb");
+    const int16_t *res;
+    const char *why;
+    const char *dev[8], *drv[8], *pool[8];
+    uint32_t n = 0;
+    struct kclaim *any = mig_claim("any", "mig.nvidia.com", 1, NULL);
+    struct kclaim *any2 = mig_claim("any2", "mig.nvidia.com", 2, NULL);
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
+    assert_null(why);
+    assert_int_equal(res[0], r1); /* 3 devices against 2, both with room */
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
+    assert_int_equal(res[0], r1);
+    /* two 1g.10gb devices allocated: one left, room for `any` but not for `any2` */
+    struct kclaim *x = claim("x",
+                             "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                             "\"deviceClassName\":\"mig.nvidia.com\",\"count\":2}}]}",
+                             "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\","
+                             "\"driver\":\"gpu.nvidia.com\",\"pool\":\"a\",\"device\":"
+                             "\"gpu-0-mig-1g10gb-0\"},{\"request\":\"gpus\",\"driver\":"
+                             "\"gpu.nvidia.com\",\"pool\":\"a\",\"device\":"
+                             "\"gpu-0-mig-1g10gb-1\"}]}}}");
+    kmig_claim_changed(f.m, "ml/x", NULL, x);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
+    assert_int_equal(res[0], r1); /* the choice of the build that began before */
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
+    assert_int_equal(res[0], r3);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
+    assert_int_equal(res[0], r1);
+    /* the last 1g.10gb device picked by a write in flight: `any` turns to 3g.40gb, and keeps
+     * it at binding until the next build */
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", any, "a", dev, drv, pool, 8, &n), 1);
+    assert_string_equal(dev[0], "gpu-0-mig-1g10gb-2");
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
+    assert_int_equal(res[0], r3);
+    kmig_release(f.m, "ml/z");
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/any", any, "a", dev, drv, pool, 8, &n), 1);
+    assert_string_equal(dev[0], "gpu-1-mig-3g40gb-3");
+    kmig_release(f.m, "ml/any");
+    /* no profile with room: the commonest */
+    struct kclaim *any4 = mig_claim("any4", "mig.nvidia.com", 4, NULL);
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any4", any4, &res, &why));
+    assert_int_equal(res[0], r1);
+    /* x is gone: 1g.10gb has room for two again */
+    kmig_claim_changed(f.m, "ml/x", x, NULL);
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
+    assert_int_equal(res[0], r1);
+    struct kclaim *all[] = {any, any2, any4, x};
+    for (int i = 0; i < 4; i++)
+        kdra_claim_free(all[i]);
+    fx_fini(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +400,7 @@ int main(void)
         cmocka_unit_test(which_claims_and_profiles),
         cmocka_unit_test(node_rule),
         cmocka_unit_test(picking_devices),
+        cmocka_unit_test(any_takes_a_profile_with_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
