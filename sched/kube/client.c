@@ -109,33 +109,50 @@ static char *dup_or_null(const char *s)
 
 /* ---- token ----------------------------------------------------------------------------------- */
 
-/* The credential plugin (client.h struct kube_exec) run again: once its credential has
- * expired, or forced (a 401), at most once a second; a failure keeps the previous credential. */
+/* A run of the credential plugin ended: its credential replaces the previous one (a failure
+ * keeps that), and the requests held meanwhile start. */
+static void exec_done(void *ctx, int rc, struct kube_exec_cred *cr, const char *error)
+{
+    struct kube_client *c = ctx;
+    c->exec_job = NULL;
+    if (rc != 0) {
+        LOG_WARN("kube", "credential plugin: keeping the previous credential: error=%s", error);
+    } else {
+        free(c->token);
+        free(c->cert_pem);
+        free(c->key_pem);
+        c->token = cr->token;
+        c->cert_pem = cr->cert_pem;
+        c->key_pem = cr->key_pem;
+        c->exec_expires_ms = cr->expires_ms;
+        c->stats.exec_runs++;
+    }
+    kclient_pump_soon(c);
+}
+
+/* The credential plugin (client.h struct kube_exec) run again on the loop: once its credential
+ * has expired, or forced (a 401), at most once a second. */
 static void exec_refresh(struct kube_client *c, bool force)
 {
     uv_timeval64_t tv;
     uv_gettimeofday(&tv);
     int64_t wall = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
     uint64_t now = uv_now(c->loop);
-    if ((!force && (!c->exec_expires_ms || wall < c->exec_expires_ms)) ||
+    if (c->exec_job || (!force && (!c->exec_expires_ms || wall < c->exec_expires_ms)) ||
         (c->token_read && now - c->token_read_ms < 1000))
         return;
     c->token_read = true;
     c->token_read_ms = now;
-    struct kube_exec_cred cr;
     struct sched_errbuf eb;
-    if (kube_exec_run(c->exec, &cr, &eb) != 0) {
+    if (kube_exec_start(c->loop, c->exec, exec_done, c, &c->exec_job, &eb) != 0)
         LOG_WARN("kube", "credential plugin: keeping the previous credential: error=%s", eb.msg);
-        return;
-    }
-    free(c->token);
-    free(c->cert_pem);
-    free(c->key_pem);
-    c->token = cr.token;
-    c->cert_pem = cr.cert_pem;
-    c->key_pem = cr.key_pem;
-    c->exec_expires_ms = cr.expires_ms;
-    c->stats.exec_runs++;
+}
+
+bool kclient_exec_hold(struct kube_client *c)
+{
+    if (c->exec)
+        exec_refresh(c, false);
+    return c->exec_job != NULL;
 }
 
 static void token_refresh(struct kube_client *c, bool force)
@@ -498,7 +515,8 @@ static void finish(struct kube_client *c, struct kube_req *r, int status, const 
 /* Starts one attempt of a request taken off the pending list. */
 void kclient_start(struct kube_client *c, struct kube_req *r)
 {
-    token_refresh(c, false);
+    if (!c->exec) /* a plugin's credential is renewed before the queue starts (kclient_pump) */
+        token_refresh(c, false);
     r->len = 0;
     if (r->buf)
         r->buf[0] = '\0';
@@ -860,6 +878,8 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
 static void release_client(struct kube_client *c)
 {
     c->released = true;
+    kube_exec_cancel(c->exec_job);
+    c->exec_job = NULL;
     for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
         nx = r->next;
         kclient_req_detach(c, r);

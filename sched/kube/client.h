@@ -35,9 +35,10 @@
  * credential it gave expires (status.expirationTimestamp) and after a 401. It gets
  * KUBERNETES_EXEC_INFO (an ExecCredential: spec.interactive false, spec.cluster when the
  * kubeconfig sets provideClusterInfo) and the kubeconfig's env; stdin is /dev/null (gangsched has
- * no terminal: interactiveMode Always is refused), stderr is ours. It runs synchronously, at most
- * 30 s, and must print an ExecCredential of the same apiVersion whose status holds a token, or
- * clientCertificateData and clientKeyData. */
+ * no terminal: interactiveMode Always is refused), stderr is ours. It runs at most 30 s (blocking
+ * when the kubeconfig is loaded, on the event loop when the client runs it again) and must print
+ * an ExecCredential of the same apiVersion whose status holds a token, or clientCertificateData
+ * and clientKeyData. */
 struct kube_exec {
     char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
     char *command;     /* a path (relative ones resolved against the kubeconfig's directory, as
@@ -61,6 +62,15 @@ struct kube_exec_cred {
  * message naming the kubeconfig field and the command. */
 int kube_exec_run(const struct kube_exec *x, struct kube_exec_cred *cr, struct sched_errbuf *eb);
 void kube_exec_cred_clear(struct kube_exec_cred *cr);
+/* A run on the event loop: fn(ctx, rc, cr, error) once it has ended, rc and error as
+ * kube_exec_run's (cr, zeroed on an error, is the callee's to keep or clear), never before
+ * kube_exec_start returns. x must stay valid until then. */
+struct kube_exec_job;
+typedef void kube_exec_done_fn(void *ctx, int rc, struct kube_exec_cred *cr, const char *error);
+int kube_exec_start(uv_loop_t *loop, const struct kube_exec *x, kube_exec_done_fn *fn, void *ctx,
+                    struct kube_exec_job **out, struct sched_errbuf *eb);
+/* Kills the run of a job not ended yet; fn is never called. The job frees itself. */
+void kube_exec_cancel(struct kube_exec_job *j);
 /* Tests only (the kubeconfig fuzzer, whose inputs must never run a command): when set,
  * kube_exec_run calls it instead of running the plugin. */
 extern int (*kube_exec_hook)(const struct kube_exec *x, struct kube_exec_cred *cr,

@@ -74,9 +74,10 @@ struct kube_client {
     struct curl_slist *connect_to;
     char *ca_file, *ca_pem, *cert_file, *cert_pem, *key_file, *key_pem;
     char *token, *token_file;
-    char *proxy_url;         /* kube_auth's, or NULL */
-    struct kube_exec *exec;  /* a credential plugin (client.h), or NULL */
-    int64_t exec_expires_ms; /* when its credential expires (ms since the epoch; 0: never) */
+    char *proxy_url;                /* kube_auth's, or NULL */
+    struct kube_exec *exec;         /* a credential plugin (client.h), or NULL */
+    int64_t exec_expires_ms;        /* when its credential expires (ms since the epoch; 0: never) */
+    struct kube_exec_job *exec_job; /* the plugin running again, or NULL: no request starts */
     bool insecure;
     uint64_t token_read_ms;
     bool token_read;
@@ -124,6 +125,10 @@ void kclient_pump_soon(struct kube_client *c);
 void kclient_drain_check(struct kube_client *c);
 
 /* ---- client.c ---- */
+
+/* Whether requests must wait for the credential plugin: it is running again (started here when
+ * its credential has expired); they start once it has answered. */
+bool kclient_exec_hold(struct kube_client *c);
 
 /* Puts one attempt of a request taken off the queue on the wire (or finishes it on failure). */
 void kclient_start(struct kube_client *c, struct kube_req *r);

@@ -196,6 +196,8 @@ void kclient_pump(struct kube_client *c)
             kclient_req_free(r);
         }
     }
+    if (kclient_exec_hold(c)) /* pumped again when the plugin has answered */
+        return;
     uint64_t now = uv_now(c->loop);
     if (now > c->bucket_ms) {
         c->bucket += (double)(now - c->bucket_ms) * c->qps / 1000.0;

@@ -1,10 +1,12 @@
 /* sched/kube/exec_cred.c: exec credential plugins (client.authentication.k8s.io), as client-go
  * runs them (see client.h struct kube_exec).
  *
- * Owns: running the plugin (posix_spawn, stdin /dev/null, stdout a pipe read with a deadline,
- * stderr inherited as client-go passes it through), the KUBERNETES_EXEC_INFO it is given, and
- * the reading of the ExecCredential it prints. Must not touch: the kubeconfig's YAML (auth.c
- * reads it), the network.
+ * Owns: running the plugin, blocking when the kubeconfig is loaded (posix_spawn, stdout a pipe
+ * read with a deadline) and on the event loop when the client runs it again (uv_spawn: struct
+ * kube_exec_job), stdin /dev/null and stderr inherited as client-go passes it through either
+ * way; the KUBERNETES_EXEC_INFO it is given, and the judging of what it printed (one rule for
+ * both). Must not touch: the kubeconfig's YAML (auth.c reads it), the network, the client's
+ * state (client.c applies a job's answer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <uv.h>
 
 #include "sched/kube/client.h"
 
@@ -134,9 +137,16 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* The plugin's stdout (NUL-terminated, malloc'd) once it exits, and its wait status; a plugin
- * past EXEC_TIMEOUT_MS is killed. 0, or SCHED_EIO / SCHED_ENOMEM with the reason in eb. */
-static int run(const struct kube_exec *x, char **out, int *status, struct sched_errbuf *eb)
+/* How a run ended, judged by judge(). */
+struct outcome {
+    bool timed_out, too_big; /* killed past EXEC_TIMEOUT_MS; printed more than EXEC_MAX_OUT */
+    int exit_code;           /* its exit status, -1 when killed by a signal */
+    int signal;
+};
+
+/* The plugin's stdout (NUL-terminated, malloc'd) once it exits, and how it ended; a plugin past
+ * EXEC_TIMEOUT_MS is killed. 0, or SCHED_EIO / SCHED_ENOMEM with the reason in eb. */
+static int run(const struct kube_exec *x, char **out, struct outcome *oc, struct sched_errbuf *eb)
 {
     int fds[2];
     char *info_var = NULL;
@@ -210,16 +220,16 @@ static int run(const struct kube_exec *x, char **out, int *status, struct sched_
     close(fds[0]);
     if (timed_out)
         kill(pid, SIGKILL);
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (!buf)
         return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", x->where);
     buf[len] = '\0';
-    if (timed_out || too_big) {
-        free(buf);
-        return sched_fail(eb, SCHED_EIO, "%s: command %s: %s", x->where, x->command,
-                          timed_out ? "no answer within 30 s (killed)" : "printed more than 1 MiB");
-    }
+    *oc = (struct outcome){.timed_out = timed_out,
+                           .too_big = too_big,
+                           .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                           .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0};
     *out = buf;
     return 0;
 }
@@ -309,25 +319,216 @@ void kube_exec_cred_clear(struct kube_exec_cred *cr)
 int (*kube_exec_hook)(const struct kube_exec *x, struct kube_exec_cred *cr,
                       struct sched_errbuf *eb);
 
+/* What a run that ended as oc and printed out gave: the credential, or why none. */
+static int judge(const struct kube_exec *x, const char *out, const struct outcome *oc,
+                 struct kube_exec_cred *cr, struct sched_errbuf *eb)
+{
+    memset(cr, 0, sizeof(*cr));
+    int rc;
+    if (oc->timed_out || oc->too_big)
+        rc = sched_fail(eb, SCHED_EIO, "%s: command %s: %s", x->where, x->command,
+                        oc->timed_out ? "no answer within 30 s (killed)"
+                                      : "printed more than 1 MiB");
+    else if (oc->exit_code != 0)
+        rc = sched_fail(eb, SCHED_EIO, "%s: command %s: %s %d", x->where, x->command,
+                        oc->exit_code > 0 ? "exit status" : "killed by signal",
+                        oc->exit_code > 0 ? oc->exit_code : oc->signal);
+    else
+        rc = read_cred(x, out, cr, eb);
+    if (rc)
+        kube_exec_cred_clear(cr);
+    return rc;
+}
+
 int kube_exec_run(const struct kube_exec *x, struct kube_exec_cred *cr, struct sched_errbuf *eb)
 {
     memset(cr, 0, sizeof(*cr));
     if (kube_exec_hook)
         return kube_exec_hook(x, cr, eb);
     char *out = NULL;
-    int status = 0;
-    int rc = run(x, &out, &status, eb);
-    if (rc)
-        return rc;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        rc = sched_fail(eb, SCHED_EIO, "%s: command %s: %s %d", x->where, x->command,
-                        WIFEXITED(status) ? "exit status" : "killed by signal",
-                        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-    } else {
-        rc = read_cred(x, out, cr, eb);
-    }
+    struct outcome oc;
+    int rc = run(x, &out, &oc, eb);
+    if (rc == 0)
+        rc = judge(x, out, &oc, cr, eb);
     free(out);
-    if (rc)
-        kube_exec_cred_clear(cr);
     return rc;
+}
+
+/* ---- a run on the event loop ----------------------------------------------------------------- */
+
+struct kube_exec_job {
+    uv_process_t proc;
+    uv_pipe_t out;
+    uv_timer_t timer;
+    int open;                  /* handles not closed yet: the job is freed at 0 */
+    bool spawned, exited, eof; /* the process runs or ran; it exited; its stdout ended */
+    bool cancelled, done;      /* kube_exec_cancel; fn called (or never to be) */
+    struct outcome oc;
+    char *buf; /* stdout so far, NUL-terminated at the end */
+    size_t len, cap;
+    char sink[4096];           /* bytes past EXEC_MAX_OUT, dropped */
+    const struct kube_exec *x; /* the caller's, valid until fn or kube_exec_cancel */
+    kube_exec_done_fn *fn;
+    void *ctx;
+};
+
+static void job_closed(uv_handle_t *h)
+{
+    struct kube_exec_job *j = h->data;
+    if (--j->open == 0) {
+        free(j->buf);
+        free(j);
+    }
+}
+
+/* Closes the handles; a process still running is killed, its handle closed once it has exited
+ * (job_exit), so that it is reaped. */
+static void job_close(struct kube_exec_job *j)
+{
+    bool running = j->spawned && !j->exited;
+    if (running)
+        uv_process_kill(&j->proc, SIGKILL);
+    uv_handle_t *hs[] = {(uv_handle_t *)&j->out, (uv_handle_t *)&j->timer,
+                         running ? NULL : (uv_handle_t *)&j->proc};
+    for (int i = 0; i < 3; i++)
+        if (hs[i] && !uv_is_closing(hs[i]))
+            uv_close(hs[i], job_closed);
+}
+
+/* Once the plugin has exited and its stdout ended (or it was killed at the deadline): judged,
+ * handed to fn, and the handles closed. */
+static void job_maybe_done(struct kube_exec_job *j)
+{
+    if (j->done || !j->exited || !(j->eof || j->oc.timed_out))
+        return;
+    j->done = true;
+    uv_timer_stop(&j->timer);
+    struct kube_exec_cred cr;
+    struct sched_errbuf eb = {{0}};
+    int rc = j->buf ? judge(j->x, j->buf, &j->oc, &cr, &eb)
+                    : sched_fail(&eb, SCHED_ENOMEM, "%s: out of memory", j->x->where);
+    if (rc)
+        memset(&cr, 0, sizeof(cr));
+    job_close(j);
+    j->fn(j->ctx, rc, &cr, rc ? eb.msg : NULL); /* cr is the callee's */
+}
+
+static void job_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    (void)hint;
+    struct kube_exec_job *j = h->data;
+    if (j->buf && j->len + 1 == j->cap && j->cap < EXEC_MAX_OUT + 1) {
+        size_t nc = j->cap * 2 > EXEC_MAX_OUT + 1 ? EXEC_MAX_OUT + 1 : j->cap * 2;
+        char *nb = realloc(j->buf, nc);
+        if (nb) {
+            j->buf = nb;
+            j->cap = nc;
+        }
+    }
+    bool room = j->buf && j->len + 1 < j->cap;
+    *b = room ? uv_buf_init(j->buf + j->len, (unsigned)(j->cap - 1 - j->len))
+              : uv_buf_init(j->sink, sizeof(j->sink));
+}
+
+static void job_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct kube_exec_job *j = s->data;
+    if (n > 0 && j->buf && b->base == j->buf + j->len) {
+        j->len += (size_t)n;
+        j->buf[j->len] = '\0';
+    } else if (n > 0) {
+        j->oc.too_big = true;
+    } else if (n < 0) { /* UV_EOF, or an error: the output ends here */
+        uv_read_stop(s);
+        j->eof = true;
+        job_maybe_done(j);
+    }
+}
+
+static void job_exit(uv_process_t *p, int64_t status, int signal)
+{
+    struct kube_exec_job *j = p->data;
+    j->exited = true;
+    if (j->done) { /* cancelled: killed, now reaped */
+        uv_close((uv_handle_t *)p, job_closed);
+        return;
+    }
+    j->oc.exit_code = signal ? -1 : (int)status;
+    j->oc.signal = signal;
+    job_maybe_done(j);
+}
+
+static void job_deadline(uv_timer_t *t)
+{
+    struct kube_exec_job *j = t->data;
+    j->oc.timed_out = true;
+    if (j->spawned && !j->exited)
+        uv_process_kill(&j->proc, SIGKILL);
+    job_maybe_done(j);
+}
+
+int kube_exec_start(uv_loop_t *loop, const struct kube_exec *x, kube_exec_done_fn *fn, void *ctx,
+                    struct kube_exec_job **out, struct sched_errbuf *eb)
+{
+    *out = NULL;
+    struct kube_exec_job *j = calloc(1, sizeof(*j));
+    char *info_var = NULL;
+    char **env = j ? plugin_env(x, &info_var) : NULL;
+    char **argv = calloc(x->n_args + 2, sizeof(*argv));
+    if (j)
+        j->buf = malloc(j->cap = 4096);
+    if (!j || !env || !argv || !j->buf) {
+        if (j)
+            free(j->buf);
+        free(j);
+        free(env);
+        free(info_var);
+        free(argv);
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", x->where);
+    }
+    j->buf[0] = '\0';
+    argv[0] = x->command;
+    for (uint32_t i = 0; i < x->n_args; i++)
+        argv[i + 1] = x->args[i];
+    *j = (struct kube_exec_job){
+        .buf = j->buf, .cap = j->cap, .x = x, .fn = fn, .ctx = ctx, .open = 3};
+    uv_pipe_init(loop, &j->out, 0);
+    uv_timer_init(loop, &j->timer);
+    j->proc.data = j->out.data = j->timer.data = j;
+    uv_stdio_container_t io[3] = {
+        {.flags = UV_IGNORE},
+        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&j->out},
+        {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    uv_process_options_t o = {.exit_cb = job_exit,
+                              .file = x->command,
+                              .args = argv,
+                              .env = env,
+                              .stdio_count = 3,
+                              .stdio = io};
+    int e = uv_spawn(loop, &j->proc, &o);
+    free(env);
+    free(info_var);
+    free(argv);
+    j->proc.data = j; /* uv_spawn initialized the handle, even when it failed */
+    j->spawned = e == 0;
+    if (e == 0)
+        e = uv_read_start((uv_stream_t *)&j->out, job_alloc, job_read);
+    if (e != 0) {
+        j->done = true;
+        job_close(j);
+        return sched_fail(eb, SCHED_EIO, "%s: command %s: %s", x->where, x->command,
+                          e == UV_ENOENT ? "not found" : uv_strerror(e));
+    }
+    uv_timer_start(&j->timer, job_deadline, EXEC_TIMEOUT_MS, 0);
+    *out = j;
+    return 0;
+}
+
+void kube_exec_cancel(struct kube_exec_job *j)
+{
+    if (!j || j->done)
+        return;
+    j->done = j->cancelled = true;
+    uv_timer_stop(&j->timer);
+    job_close(j);
 }

@@ -5,7 +5,8 @@
 # succeeds with it; a plugin whose first answer the server refuses (401) is run again and the
 # request retried once; one whose credential expires is run again when the next request starts;
 # one that fails stops the client with the kubeconfig field and the exit status named; and the
-# real kubectl, reading the same kubeconfig, runs the plugin and is let in too. A cluster's
+# real kubectl, reading the same kubeconfig, runs the plugin and is let in too. A plugin run again
+# runs beside the event loop (a slow one delays no timer), the requests held until it answers. A cluster's
 # proxy-url (tests/kube/connect_proxy.py, a CONNECT proxy) carries the client's connection and
 # kubectl's; another scheme is refused naming the field. Environment: BUILD.
 . tests/kube/lib.inc
@@ -16,7 +17,7 @@ start_fake
 PODS=/api/v1/namespaces/default/pods
 
 # the plugin: counts its runs in $D/runs; STALE_FIRST: its first token is wrong; EXPIRES: the
-# expirationTimestamp it gives; FAIL: exits 7
+# expirationTimestamp it gives; FAIL: exits 7; SLOW: seconds it takes from its second run on
 cat >"$TMP/plugin.sh" <<'EOF'
 #!/bin/sh
 d=$(dirname "$0")
@@ -24,6 +25,7 @@ n=$(cat "$d/runs" 2>/dev/null || echo 0)
 n=$((n + 1))
 echo "$n" >"$d/runs"
 [ -n "${FAIL:-}" ] && { echo "plugin: no credentials here" >&2; exit 7; }
+[ "$n" -ge 2 ] && [ -n "${SLOW:-}" ] && sleep "$SLOW"
 tok=$TOKEN
 [ "$n" -eq 1 ] && [ -n "${STALE_FIRST:-}" ] && tok=stale
 exp=""
@@ -65,6 +67,21 @@ n=$(runs)
 [ "$n" -ge 2 ] && ok "an expired credential runs the plugin again ($n runs in 5 s)" ||
     bad "an expired credential did not run the plugin again: $n runs; $(tail -3 "$TMP/exp.out")"
 expect_eq "and no request was refused" "$(grep -c 'status=401' "$TMP/exp.out")" 0
+
+# a plugin that takes 2 s to answer again runs beside the event loop, not on it: the loop's
+# 100 ms tick is never late by much (run on the loop, it was late by the plugin's 2 s), and the
+# requests wait for its answer rather than going out with the expired token
+exp=$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)
+kc slow "\n      - {name: EXPIRES, value: '$exp'}\n      - {name: SLOW, value: '2'}"
+rm -f "$TMP/runs"
+KUBEPROBE_WATCH_TIMEOUT=1 timeout 30 "$P" watch "$TMP/slow.kc" $PODS 6 >"$TMP/slow.out" 2>&1
+n=$(runs)
+stall=$(grep -oE 'max_stall_ms=[0-9]+' "$TMP/slow.out" | cut -d= -f2)
+[ "$n" -ge 2 ] && [ -n "$stall" ] && [ "$stall" -lt 1000 ] &&
+    ok "a slow plugin run again does not stop the loop ($n runs, the loop at most ${stall} ms late)" ||
+    bad "slow plugin: $n runs, max_stall_ms=${stall:-none}; $(tail -3 "$TMP/slow.out")"
+expect_eq "and no request went out with the expired credential" \
+    "$(grep -c 'status=401' "$TMP/slow.out")" 0
 
 kc failing "\n      - {name: FAIL, value: x}"
 timeout 30 "$P" request "$TMP/failing.kc" GET $PODS >"$TMP/fail.out" 2>&1

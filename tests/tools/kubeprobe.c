@@ -10,7 +10,8 @@
  *   kubeprobe watch KUBECONFIG PATH SECONDS [STOPFILE]
  *       an informer on PATH; prints "t=.. ADDED|MODIFIED|DELETED ns/name rv" and "t=.. SYNCED
  *       rv=RV", then at the end "t=.. STATS requests=.. retries=.. relists=.. reconnects=..
- *       watch_events=.."; ends after SECONDS or once STOPFILE exists.
+ *       watch_events=.. max_stall_ms=.." (max_stall_ms: the longest the loop was late for a
+ *       100 ms tick); ends after SECONDS or once STOPFILE exists.
  *   kubeprobe lease KUBECONFIG IDENTITY SECONDS release|stop
  *       a leader-election candidate on default/$KUBEPROBE_LEASE (default kubeprobe; lease 3 s,
  *       renew deadline 2 s, retry 500 ms); prints "t=.. w=WALLMS LEADING ID" and "... LOST ID";
@@ -71,19 +72,23 @@ static void close_timers(void)
         uv_close((uv_handle_t *)&stop_timer, NULL);
 }
 
+/* The longest the loop was kept from the watch's 100 ms tick (ms past it): what a blocking
+ * call on the loop costs everything else. */
+static unsigned long long last_tick, max_stall;
+
 static void print_stats(void)
 {
     struct kube_client_stats s;
     kube_client_stats(client, &s);
     printf("t=%llu STATS requests=%llu retries=%llu errors=%llu throttled=%llu relists=%llu "
            "reconnects=%llu watch_events=%llu paged_lists=%llu streamed_lists=%llu "
-           "stream_refused=%llu exec_runs=%llu\n",
+           "stream_refused=%llu exec_runs=%llu max_stall_ms=%llu\n",
            ms(), (unsigned long long)s.requests, (unsigned long long)s.retries,
            (unsigned long long)s.errors, (unsigned long long)s.throttled,
            (unsigned long long)s.relists, (unsigned long long)s.reconnects,
            (unsigned long long)s.watch_events, (unsigned long long)s.paged_lists,
            (unsigned long long)s.streamed_lists, (unsigned long long)s.stream_refused,
-           (unsigned long long)s.exec_runs);
+           (unsigned long long)s.exec_runs, max_stall);
     fflush(stdout);
 }
 
@@ -173,6 +178,10 @@ static void on_end(uv_timer_t *t)
 static void on_stop_check(uv_timer_t *t)
 {
     (void)t;
+    unsigned long long now = ms();
+    if (last_tick && now - last_tick > 100 && now - last_tick - 100 > max_stall)
+        max_stall = now - last_tick - 100;
+    last_tick = now;
     if (stop_file && access(stop_file, F_OK) == 0)
         finish();
 }

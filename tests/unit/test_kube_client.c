@@ -3,9 +3,10 @@
  * Owns: the watch framer (objects split at every byte, strings with braces and escaped quotes,
  * junk between objects, the size limit), base64, kubeconfig loading (inline data, paths relative
  * to the kubeconfig, tokenFile, missing context, bad YAML with file:line:column, missing file,
- * exec plugins refused), the in-cluster fallback from a temporary service-account directory, query
- * escaping, MicroTime, and a request to a closed loopback port (retries, then a transport error
- * naming the URL). Network behaviour against a server is in tests/kube/test_client.sh.
+ * exec plugins and their refusals, a plugin run on the event loop), the in-cluster fallback from a
+ * temporary service-account directory, query escaping, MicroTime, and a request to a closed
+ * loopback port (retries, then a transport error naming the URL). Network behaviour against a
+ * server is in tests/kube/test_client.sh.
  */
 /* cmocka.h needs these four headers first. */
 // clang-format off
@@ -397,6 +398,104 @@ static void kubeconfig_exec(void **state)
         SCHED_EIO, (const char *const[]){"command no-such-plugin-anywhere: not found", NULL});
 }
 
+/* ---- a plugin run on the event loop -----------------------------------------------------------
+ */
+
+struct job_seen {
+    int calls, rc;
+    char token[64], error[300];
+};
+
+static void on_job(void *ctx, int rc, struct kube_exec_cred *cr, const char *error)
+{
+    struct job_seen *s = ctx;
+    s->calls++;
+    s->rc = rc;
+    snprintf(s->token, sizeof(s->token), "%s", cr->token ? cr->token : "");
+    snprintf(s->error, sizeof(s->error), "%s", error ? error : "");
+    kube_exec_cred_clear(cr);
+}
+
+/* Runs plugin `script` (written as job-plugin.sh) with kube_exec_start; cancels it after
+ * cancel_ms when > 0. The loop must end with every handle closed. */
+static void run_job(const char *script, uint64_t cancel_ms, struct job_seen *seen, int *start_rc,
+                    char *start_err, size_t cap)
+{
+    char path[512];
+    write_file("job-plugin.sh", script, path, sizeof(path));
+    chmod(path, 0700);
+    char arg[] = "tok", var[] = "SUFFIX=x", av[] = "client.authentication.k8s.io/v1",
+         where[] = "kubeconfig k: users[0].user.exec";
+    char *args[] = {arg}, *env[] = {var};
+    struct kube_exec x = {.api_version = av,
+                          .command = path,
+                          .args = args,
+                          .n_args = 1,
+                          .env = env,
+                          .n_env = 1,
+                          .where = where};
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    memset(seen, 0, sizeof(*seen));
+    struct kube_exec_job *j = NULL;
+    struct sched_errbuf eb = {{0}};
+    *start_rc = kube_exec_start(&loop, &x, on_job, seen, &j, &eb);
+    snprintf(start_err, cap, "%s", eb.msg);
+    assert_int_equal(seen->calls, 0); /* never before kube_exec_start returns */
+    if (cancel_ms) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep((useconds_t)cancel_ms * 1000);
+        kube_exec_cancel(j);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* kube_exec_start: the plugin's token (its argument and env), a non-zero exit named, a command
+ * not found refused at once, output past 1 MiB refused, and a cancelled run killed and never
+ * reported, the loop ending with every handle closed. */
+static void exec_on_the_loop(void **state)
+{
+    (void)state;
+    struct job_seen seen;
+    int rc;
+    char err[600];
+    run_job("#!/bin/sh\nprintf '" CRED_HEAD
+            "\"status\":{\"token\":\"%s-%s\"}}' \"$1\" \"$SUFFIX\"\n",
+            0, &seen, &rc, err, sizeof(err));
+    assert_int_equal(rc, 0);
+    assert_int_equal(seen.calls, 1);
+    assert_int_equal(seen.rc, 0);
+    assert_string_equal(seen.token, "tok-x");
+    run_job("#!/bin/sh\nexit 5\n", 0, &seen, &rc, err, sizeof(err));
+    assert_int_equal(seen.calls, 1);
+    assert_int_equal(seen.rc, SCHED_EIO);
+    assert_non_null(strstr(seen.error, "users[0].user.exec: command"));
+    assert_non_null(strstr(seen.error, "exit status 5"));
+    run_job("#!/bin/sh\nhead -c 1100000 /dev/zero | tr '\\0' a\n", 0, &seen, &rc, err, sizeof(err));
+    assert_int_equal(seen.calls, 1);
+    assert_non_null(strstr(seen.error, "printed more than 1 MiB"));
+    run_job("#!/bin/sh\nexec sleep 20\n", 100, &seen, &rc, err, sizeof(err));
+    assert_int_equal(rc, 0);
+    assert_int_equal(seen.calls, 0); /* cancelled: killed (the loop did not wait 20 s) */
+    run_job("#!/bin/sh\nprintf '" CRED_HEAD "\"status\":{\"token\":\"t\"}}'\n", 0, &seen, &rc, err,
+            sizeof(err));
+    assert_int_equal(seen.rc, 0);
+    char missing[600];
+    snprintf(missing, sizeof(missing), "%s/no-such-plugin", tmpdir);
+    char av[] = "client.authentication.k8s.io/v1", where[] = "kubeconfig k: users[0].user.exec";
+    struct kube_exec x = {.api_version = av, .command = missing, .where = where};
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kube_exec_job *j = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kube_exec_start(&loop, &x, on_job, &seen, &j, &eb), SCHED_EIO);
+    assert_null(j);
+    assert_non_null(strstr(eb.msg, "no-such-plugin: not found"));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void kubeconfig_relative_files(void **state)
 {
     (void)state;
@@ -773,6 +872,7 @@ int main(void)
         cmocka_unit_test(kubeconfig_relative_files),
         cmocka_unit_test(kubeconfig_errors),
         cmocka_unit_test(kubeconfig_exec),
+        cmocka_unit_test(exec_on_the_loop),
         cmocka_unit_test(kubeconfig_env_and_in_cluster),
         cmocka_unit_test(kubeconfig_merged_list),
         cmocka_unit_test(text_helpers),
