@@ -7,8 +7,9 @@
 # one that fails stops the client with the kubeconfig field and the exit status named; and the
 # real kubectl, reading the same kubeconfig, runs the plugin and is let in too. A plugin run again
 # runs beside the event loop (a slow one delays no timer), the requests held until it answers. A cluster's
-# proxy-url (tests/kube/connect_proxy.py, a CONNECT proxy) carries the client's connection and
-# kubectl's; another scheme is refused naming the field. Environment: BUILD.
+# proxy-url (tests/kube/connect_proxy.py: HTTP CONNECT and SOCKS5, with or without a password)
+# carries the client's connection and kubectl's, the userinfo's user and password given to the
+# proxy; another scheme is refused naming the field. Environment: BUILD.
 . tests/kube/lib.inc
 BUILD=${BUILD:-build}
 P=$BUILD/tests/kubeprobe
@@ -108,6 +109,36 @@ grep -q "clusters\[0\].cluster.proxy-url: the scheme must be http, https or sock
     "$TMP/badproxy.out" && ok "a proxy-url of another scheme is refused naming the field" ||
     bad "proxy-url ftp: $(cat "$TMP/badproxy.out")"
 
+# a proxy that asks for credentials (the same script, AUTH alice:s3cret): SOCKS5 with RFC 1929
+# username/password and HTTP CONNECT with Proxy-Authorization, both from the proxy-url's userinfo
+python3 tests/kube/connect_proxy.py "$TMP/aproxy.port" "$TMP/aproxy.log" alice:s3cret &
+APROXY_PID=$!
+i=0
+while [ ! -s "$TMP/aproxy.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+ap=$(cat "$TMP/aproxy.port")
+# pkc NAME URL: the plain kubeconfig with proxy-url URL
+pkc() { sed "s|^    server: \(.*\)\$|    server: \1\n    proxy-url: $2|" "$TMP/plain.kc" >"$TMP/$1.kc"; }
+pkc socks "socks5://alice:s3cret@127.0.0.1:$ap"
+timeout 30 "$P" request "$TMP/socks.kc" GET $PODS >"$TMP/socks.out" 2>&1
+expect_eq "a socks5 proxy-url with a user and password: through the SOCKS5 proxy, authenticated" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/socks.out" | head -1) $(grep -c '^SOCKS5 ' "$TMP/aproxy.log")" \
+    "status=200 1"
+pkc socksbad "socks5://alice:wrong@127.0.0.1:$ap"
+timeout 30 "$P" request "$TMP/socksbad.kc" GET $PODS >"$TMP/socksbad.out" 2>&1
+grep -q "DENIED SOCKS5 user alice" "$TMP/aproxy.log" && ! grep -q "status=200" "$TMP/socksbad.out" &&
+    ok "a wrong SOCKS5 password is refused by the proxy and the request fails" ||
+    bad "socks5 wrong password: $(head -2 "$TMP/socksbad.out")"
+pkc httpauth "http://alice:s3cret@127.0.0.1:$ap"
+timeout 30 "$P" request "$TMP/httpauth.kc" GET $PODS >"$TMP/httpauth.out" 2>&1
+expect_eq "an http proxy-url with a user and password: CONNECT with Proxy-Authorization" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/httpauth.out" | head -1) $(grep -c '^CONNECT ' "$TMP/aproxy.log")" \
+    "status=200 1"
+pkc httpnoauth "http://127.0.0.1:$ap"
+timeout 30 "$P" request "$TMP/httpnoauth.kc" GET $PODS >"$TMP/httpnoauth.out" 2>&1
+grep -q "407" "$TMP/httpnoauth.out" && ! grep -q "status=200" "$TMP/httpnoauth.out" &&
+    ok "without the password the proxy's 407 fails the request, named" ||
+    bad "http proxy without auth: $(head -2 "$TMP/httpnoauth.out")"
+
 if command -v kubectl >/dev/null; then
     K() { timeout 60 kubectl --kubeconfig "$1" --cache-dir "$TMP/kcache" get --raw $PODS; }
     n=$(grep -c CONNECT "$TMP/proxy.log")
@@ -118,6 +149,16 @@ if command -v kubectl >/dev/null; then
     else
         bad "kubectl with proxy-url: $(tail -3 "$TMP/kubectl-proxy.out")"
     fi
+    for k in socks httpauth; do
+        before=$(grep -cE '^(SOCKS5|CONNECT) ' "$TMP/aproxy.log")
+        if K "$TMP/$k.kc" >"$TMP/kubectl-$k.out" 2>&1; then
+            after=$(grep -cE '^(SOCKS5|CONNECT) ' "$TMP/aproxy.log")
+            [ "$after" -gt "$before" ] && ok "kubectl takes the same $k proxy-url with its password" ||
+                bad "kubectl did not go through the $k proxy"
+        else
+            bad "kubectl with the $k proxy: $(tail -3 "$TMP/kubectl-$k.out")"
+        fi
+    done
     rm -f "$TMP/runs"
     if timeout 60 kubectl --kubeconfig "$TMP/plain.kc" --cache-dir "$TMP/kcache" \
         get --raw $PODS >"$TMP/kubectl.out" 2>&1; then
@@ -128,5 +169,5 @@ if command -v kubectl >/dev/null; then
 else
     bad "kubectl is not installed (make deps installs Debian's kubernetes-client)"
 fi
-kill "$PROXY_PID" 2>/dev/null
+kill "$PROXY_PID" "$APROXY_PID" 2>/dev/null
 finish
