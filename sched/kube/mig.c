@@ -396,27 +396,8 @@ int kmig_device_res(const struct kmig *m, const char *node, const char *pool, co
     return dra_mig_res(info);
 }
 
-/* Whether every device of d's profile that some request of x takes passes that request. */
-static bool device_ok(const struct kmig_ctx *cx, const struct kclaim *x, const int16_t *res,
-                      const struct cel_device *d)
-{
-    int r = dra_mig_res(d);
-    for (uint32_t q = 0; q < x->n_reqs && q < KDRA_MAX_REQS; q++)
-        if (res[q] == r && !kdra_alt_matches(&x->reqs[q].alts[0], cx->classes, d))
-            return false;
-    return true;
-}
-
-bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct kclaim *x,
-                  const int16_t *res, const char *node)
-{
-    const struct cel_device *info;
-    for (uint32_t g = 0; dra_inv_device(m->inv, node, g, NULL, NULL, &info); g++)
-        if (!device_ok(cx, x, res, info))
-            return false;
-    return true;
-}
-
+/* The node rule of kmig_node_ok and kmig_every_node: a request taking profile res of alt
+ * refuses device d when d is of that profile and does not pass alt. */
 struct reject_ctx {
     const struct kclaim_alt *alt;
     const struct strmap *classes;
@@ -427,6 +408,20 @@ static bool rejects(const struct cel_device *d, const void *ctx)
 {
     const struct reject_ctx *rc = ctx;
     return dra_mig_res(d) == rc->res && !kdra_alt_matches(rc->alt, rc->classes, d);
+}
+
+bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct kclaim *x,
+                  const int16_t *res, const char *node)
+{
+    const struct cel_device *info;
+    for (uint32_t g = 0; dra_inv_device(m->inv, node, g, NULL, NULL, &info); g++)
+        for (uint32_t q = 0; q < x->n_reqs && q < KDRA_MAX_REQS; q++) {
+            struct reject_ctx rc = {
+                .alt = &x->reqs[q].alts[0], .classes = cx->classes, .res = res[q]};
+            if (rejects(info, &rc))
+                return false;
+        }
+    return true;
 }
 
 bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
