@@ -355,9 +355,9 @@ bool kcache_claim_subs(const struct kcache *c, const struct kclaim *x, const cha
 }
 
 int kcache_mig_pick(const struct kcache *c, const char *key, const char *node, const char **dev,
-                    const char **drv, const char **pool, uint32_t n_max, uint32_t *n)
+                    const char **drv, const char **pool, uint32_t n_max, uint32_t *n, uint8_t *sub)
 {
-    return kclaims_mig_pick(c->dra, key, node, dev, drv, pool, n_max, n);
+    return kclaims_mig_pick(c->dra, key, node, dev, drv, pool, n_max, n, sub);
 }
 
 void kcache_mig_release(const struct kcache *c, const char *key)

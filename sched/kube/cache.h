@@ -137,7 +137,7 @@ bool kcache_claim_subs(const struct kcache *c, const struct kclaim *x, const cha
                        uint8_t *sub);
 /* MIG devices at binding (claims.h kclaims_mig_pick, kclaims_mig_release). */
 int kcache_mig_pick(const struct kcache *c, const char *key, const char *node, const char **dev,
-                    const char **drv, const char **pool, uint32_t n_max, uint32_t *n);
+                    const char **drv, const char **pool, uint32_t n_max, uint32_t *n, uint8_t *sub);
 void kcache_mig_release(const struct kcache *c, const char *key);
 /* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,

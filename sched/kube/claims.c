@@ -188,12 +188,12 @@ struct kmig *kclaims_mig(const struct kclaims *c)
 }
 
 int kclaims_mig_pick(const struct kclaims *c, const char *key, const char *node, const char **dev,
-                     const char **drv, const char **pool, uint32_t n_max, uint32_t *n)
+                     const char **drv, const char **pool, uint32_t n_max, uint32_t *n, uint8_t *sub)
 {
     const struct kclaim *x = kclaims_get(c, key);
     struct kmig_ctx cx = mig_ctx(c);
     *n = 0;
-    return x ? kmig_pick(c->mig, &cx, key, x, node, dev, drv, pool, n_max, n) : 0;
+    return x ? kmig_pick(c->mig, &cx, key, x, node, dev, drv, pool, n_max, n, sub) : 0;
 }
 
 void kclaims_mig_release(const struct kclaims *c, const char *key)
@@ -681,10 +681,10 @@ static bool mig_put(struct kpod *p, int r, int64_t n)
 }
 
 /* MIG claim x's devices into pending or bound pod p's request: an allocation's as allocated,
- * else (its view refused: nothing) each request's count of its profile res[] (kmig_claim); why
+ * else (its view refused: nothing) each request's count of its profile (kmig_claim's ch); why
  * a pending pod waits because of them, or NULL. */
 static const char *mig_add(const struct kclaims *c, struct kpod *p, const struct kclaim *x,
-                           const int16_t *res, bool refused, struct arena *a)
+                           const struct kmig_choice *ch, bool refused, struct arena *a)
 {
     bool ok = true;
     if (x->allocated && x->n_alloc) {
@@ -694,7 +694,7 @@ static const char *mig_add(const struct kclaims *c, struct kpod *p, const struct
                 mig_put(p, kmig_device_res(c->mig, node, x->alloc[k].pool, x->alloc[k].device), 1);
     } else {
         for (uint32_t r = 0; !refused && r < x->n_reqs && r < KDRA_MAX_REQS; r++)
-            ok &= mig_put(p, res[r], x->reqs[r].count);
+            ok &= mig_put(p, ch->res[r], x->reqs[r].count);
     }
     return ok || p->node ? NULL
                          : arena_printf(a,
@@ -741,7 +741,7 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             why = why ? why : sw;
             continue;
         }
-        const int16_t *mres;
+        const struct kmig_choice *mres;
         const char *mw = NULL; /* a MIG claim's refusal (mig.h), in place of class_why's */
         bool mig = kmig_claim(c->mig, &cx, p->claims[i], x, &mres, &mw);
         if (mig) {
@@ -877,7 +877,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     const char **prev = arena_calloc(a, p->n_claims + 1, sizeof(*prev));
     uint32_t n_prev = 0; /* nodes of allocations it asks again (an earlier attempt's) */
     const struct kclaim *sel[8], *migs[8];
-    const int16_t *mig_res[8];
+    const struct kmig_choice *mig_res[8];
     uint32_t n_sel = 0, n_mig = 0;
     struct kmig_ctx cx = mig_ctx(c);
     const char *pin = NULL; /* the node of the allocated claims the pod adopts */

@@ -54,11 +54,12 @@ bool kclaims_shared(const struct kclaims *c, const struct kpod *p);
 int kclaims_adopted(struct kclaims *c, const char *key, const char *uid);
 
 /* MIG devices (sched/kube/mig.h). At binding: kmig_pick for claim key on node (1 picked, 0 not
- * a MIG claim or unknown, -1 too few free devices), and kmig_release once its write is
- * answered. */
+ * a MIG claim or unknown, -1 too few free devices; sub[KDRA_MAX_REQS] the subrequests), and
+ * kmig_release once its write is answered. */
 struct kmig *kclaims_mig(const struct kclaims *c);
 int kclaims_mig_pick(const struct kclaims *c, const char *key, const char *node, const char **dev,
-                     const char **drv, const char **pool, uint32_t n_max, uint32_t *n);
+                     const char **drv, const char **pool, uint32_t n_max, uint32_t *n,
+                     uint8_t *sub);
 void kclaims_mig_release(const struct kclaims *c, const char *key);
 
 /* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */

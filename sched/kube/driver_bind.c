@@ -764,8 +764,10 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
             if ((ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL)
                 body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, &me, 1);
         } else if (cl && (mig = kcache_mig_pick(d->cache, p->claims[i], b->node, md, mdrv, mpool,
-                                                32, &mn)) != 0) {
-            body = mig > 0 ? kdra_claim_allocation(cl, b->node, md, mdrv, mpool, mn, &me, 1) : NULL;
+                                                32, &mn, sub)) != 0) {
+            body = mig > 0
+                       ? kdra_claim_allocation_subs(cl, sub, b->node, md, mdrv, mpool, mn, &me, 1)
+                       : NULL;
             fail = "too few free MIG devices of the claim's profile on the node";
         } else if (cl && !claim_subs(d, cl, b->node, sub)) {
             fail = "no firstAvailable subrequest of the claim suits the node";

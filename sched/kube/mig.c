@@ -20,7 +20,7 @@ struct kmig_view {
     bool multi;    /* some request accepts several profiles: its choice is of generation cgen */
     uint64_t cgen; /* struct kmig choice_gen it was made in */
     char *why;
-    int16_t res[KDRA_MAX_REQS];
+    struct kmig_choice ch;
 };
 
 /* What one alternative (its class and selectors) takes of MIG devices, shared by every claim
@@ -30,6 +30,8 @@ struct kmig_shape {
     int every;     /* every device of that profile passes: 0 not known, 1 yes, 2 no */
     bool multi;    /* several profiles pass: res is chosen by the free devices of generation */
     uint64_t cgen; /* ... cgen (struct kmig choice_gen), and chosen again in a later one */
+    bool watch;    /* a firstAvailable subrequest: free is kept per generation too */
+    uint32_t free; /* devices of res it accepts that are free (when multi or watch) */
 };
 
 struct kmig {
@@ -236,7 +238,8 @@ static int16_t profile_pick(const struct profiles *p, uint32_t need)
 static void shape_scan(struct kmig *m, const struct kmig_ctx *cx, const struct kclaim_alt *alt,
                        uint32_t need, struct kmig_shape *sh)
 {
-    struct profiles p = {.m = m, .alt = alt, .classes = cx->classes, .free_too = sh->multi};
+    struct profiles p = {
+        .m = m, .alt = alt, .classes = cx->classes, .free_too = sh->multi || sh->watch};
     dra_inv_each(m->inv, profile_of, &p);
     if (p.n > 1 && !p.free_too) { /* first sight: several pass, count the free ones too */
         p = (struct profiles){.m = m, .alt = alt, .classes = cx->classes, .free_too = true};
@@ -246,15 +249,19 @@ static void shape_scan(struct kmig *m, const struct kmig_ctx *cx, const struct k
     if (res != sh->res)
         sh->every = 0;
     sh->res = res;
+    sh->free = 0;
+    for (uint32_t i = 0; i < p.n; i++)
+        sh->free = p.res[i] == res ? p.free[i] : sh->free;
     sh->multi = p.n > 1;
     sh->cgen = m->choice_gen;
 }
 
 /* The shape of alternative alt asking `need` devices (made at first sight in a generation; the
- * map is emptied when the slices or the classes change; a shape of several profiles is chosen
- * again in each later choice generation); NULL out of memory. */
+ * map is emptied when the slices or the classes change; a shape of several profiles, or one a
+ * firstAvailable subrequest watches (its free devices), is scanned again in each later choice
+ * generation); NULL out of memory. */
 static struct kmig_shape *shape_of(struct kmig *m, const struct kmig_ctx *cx,
-                                   const struct kclaim_alt *alt, uint32_t need)
+                                   const struct kclaim_alt *alt, uint32_t need, bool watch)
 {
     const char *k;
     void *v;
@@ -275,55 +282,76 @@ static struct kmig_shape *shape_of(struct kmig *m, const struct kmig_ctx *cx,
     struct kmig_shape *sh = strmap_get(&m->shapes, key);
     if (!sh && (sh = calloc(1, sizeof(*sh))) != NULL) {
         sh->res = -1;
+        sh->watch = watch;
         shape_scan(m, cx, alt, need, sh);
         if (strmap_put(&m->shapes, key, sh, NULL) != 0) {
             free(sh);
             sh = NULL;
         }
-    } else if (sh && sh->multi && sh->cgen != m->choice_gen) {
+    } else if (sh &&
+               (((sh->multi || sh->watch) && sh->cgen != m->choice_gen) || (watch && !sh->watch))) {
+        sh->watch |= watch;
         shape_scan(m, cx, alt, need, sh);
     }
     free(key);
     return sh;
 }
 
-/* Why request r of claim x (key) cannot be allocated from MIG devices, or NULL with v->res[r]
- * its profile; the text in buf. */
+/* Why request r of claim x (key) cannot be allocated from MIG devices, or NULL with v->ch its
+ * profile and alternative: `exactly`'s one, or of firstAvailable's subrequests the first whose
+ * profile has `count` free devices in the cluster when the build begins, else the first with a
+ * profile (a choice kept for the build, as kmig_build_begin's); the text in buf. */
 static const char *request_why(struct kmig *m, const struct kmig_ctx *cx, const char *key,
                                const struct kclaim *x, uint32_t r, struct kmig_view *v, char *buf,
                                size_t n)
 {
     const struct kclaim_req *q = &x->reqs[r];
-    const char *cls = q->alts && q->n_alts ? q->alts[0].cls : NULL;
-    struct kdra_class *k = cls ? strmap_get(cx->classes, cls) : NULL;
     int at = snprintf(buf, n, "resourceclaim %s: spec.devices.requests[%u]: ", key, r);
     size_t left = at > 0 && (size_t)at < n ? n - (size_t)at : 0;
     char *tail = buf + (n - left);
+    if (q->all) {
+        snprintf(tail, left, "allocationMode All of MIG devices is not allocated by gangsched");
+        return buf;
+    }
+    int16_t res[8];
+    int first = -1, room = -1; /* the first subrequest with a profile, the first with room */
+    for (uint32_t s = 0; s < q->n_alts && s < 8; s++) {
+        const char *cls = q->alts[s].cls;
+        struct kdra_class *k = cls ? strmap_get(cx->classes, cls) : NULL;
+        const struct kmig_shape *sh = NULL;
+        if (!k || !class_mig(m, k))
+            snprintf(tail, left,
+                     "a claim takes MIG devices or whole devices, not both (deviceclass %s)",
+                     cls ? cls : "of the accelerator");
+        else if (cx->whole(cx->ctx, k))
+            snprintf(tail, left,
+                     "deviceclass %s selects whole devices and MIG devices: a request takes one "
+                     "kind",
+                     cls);
+        else if (!(sh = shape_of(m, cx, &q->alts[s], q->count, q->first_available)))
+            snprintf(tail, left, "out of memory");
+        if (!sh)
+            return buf;
+        v->multi |= sh->multi || q->first_available;
+        res[s] = sh->res;
+        first = first < 0 && sh->res >= 0 ? (int)s : first;
+        room = room < 0 && sh->res >= 0 && sh->free >= q->count ? (int)s : room;
+    }
+    int s = q->first_available && room >= 0 ? room : first;
+    if (s >= 0) {
+        v->ch.res[r] = res[s];
+        v->ch.alt[r] = (uint8_t)s;
+        return NULL;
+    }
     if (q->first_available)
         snprintf(tail, left,
-                 "firstAvailable alternatives of MIG devices are not allocated by "
-                 "gangsched");
-    else if (q->all)
-        snprintf(tail, left, "allocationMode All of MIG devices is not allocated by gangsched");
-    else if (!k || !class_mig(m, k))
+                 "no MIG device of a known profile passes any firstAvailable "
+                 "subrequest");
+    else
         snprintf(tail, left,
-                 "a claim takes MIG devices or whole devices, not both (deviceclass %s)",
-                 cls ? cls : "of the accelerator");
-    else if (cx->whole(cx->ctx, k))
-        snprintf(tail, left,
-                 "deviceclass %s selects whole devices and MIG devices: a request takes one kind",
-                 cls);
-    else {
-        const struct kmig_shape *sh = shape_of(m, cx, &q->alts[0], q->count);
-        v->multi |= sh && sh->multi;
-        if (sh && sh->res >= 0) {
-            v->res[r] = sh->res;
-            return NULL;
-        }
-        snprintf(tail, left, "%s%s%s",
-                 sh ? "no MIG device of a known profile passes deviceclass " : "out of memory",
-                 sh ? cls : "", sh ? " and its selectors" : "");
-    }
+                 "no MIG device of a known profile passes deviceclass %s and its "
+                 "selectors",
+                 q->alts[0].cls);
     return buf;
 }
 
@@ -371,9 +399,9 @@ static struct kmig_view *view_of(struct kmig *m, const struct kmig_ctx *cx, cons
 }
 
 bool kmig_claim(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
-                const int16_t **res, const char **why)
+                const struct kmig_choice **ch, const char **why)
 {
-    *res = NULL;
+    *ch = NULL;
     *why = NULL;
     if (!x || x->n_reqs == 0 || x->channels || !kmig_any(m))
         return false;
@@ -382,7 +410,7 @@ bool kmig_claim(struct kmig *m, const struct kmig_ctx *cx, const char *key, cons
         *why = "resourceclaim: out of memory judging its MIG devices";
         return true;
     }
-    *res = v->res;
+    *ch = &v->ch;
     *why = v->why;
     return v->mig;
 }
@@ -411,13 +439,13 @@ static bool rejects(const struct cel_device *d, const void *ctx)
 }
 
 bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct kclaim *x,
-                  const int16_t *res, const char *node)
+                  const struct kmig_choice *ch, const char *node)
 {
     const struct cel_device *info;
     for (uint32_t g = 0; dra_inv_device(m->inv, node, g, NULL, NULL, &info); g++)
         for (uint32_t q = 0; q < x->n_reqs && q < KDRA_MAX_REQS; q++) {
             struct reject_ctx rc = {
-                .alt = &x->reqs[q].alts[0], .classes = cx->classes, .res = res[q]};
+                .alt = &x->reqs[q].alts[ch->alt[q]], .classes = cx->classes, .res = ch->res[q]};
             if (rejects(info, &rc))
                 return false;
         }
@@ -431,12 +459,13 @@ bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
     if (!v || !v->mig || v->why)
         return true; /* such a claim waits: no node is asked of it */
     for (uint32_t r = 0; r < x->n_reqs && r < KDRA_MAX_REQS; r++) {
-        struct kmig_shape *sh = shape_of(m, cx, &x->reqs[r].alts[0], x->reqs[r].count);
+        const struct kclaim_req *q = &x->reqs[r];
+        const struct kclaim_alt *alt = &q->alts[v->ch.alt[r]];
+        struct kmig_shape *sh = shape_of(m, cx, alt, q->count, q->first_available);
         if (!sh)
             return false; /* out of memory: each node is judged */
         if (!sh->every) {
-            struct reject_ctx rc = {
-                .alt = &x->reqs[r].alts[0], .classes = cx->classes, .res = sh->res};
+            struct reject_ctx rc = {.alt = alt, .classes = cx->classes, .res = sh->res};
             sh->every = dra_inv_any(m->inv, rejects, &rc) ? 2 : 1;
         }
         if (sh->every == 2)
@@ -472,12 +501,12 @@ static bool free_for(const struct kmig *m, const struct kclaim *x, const char *p
 
 int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
               const char *node, const char **dev, const char **drv, const char **pool,
-              uint32_t n_max, uint32_t *n)
+              uint32_t n_max, uint32_t *n, uint8_t *sub)
 {
-    const int16_t *res;
+    const struct kmig_choice *ch;
     const char *why;
     *n = 0;
-    if (!kmig_claim(m, cx, key, x, &res, &why))
+    if (!kmig_claim(m, cx, key, x, &ch, &why))
         return 0;
     if (why)
         return -1;
@@ -488,8 +517,8 @@ int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const 
         const struct cel_device *info;
         for (uint32_t g = 0; need && (name = dra_inv_device(m->inv, node, g, &dv, &pl, &info));
              g++) {
-            if (dra_mig_res(info) != res[r] ||
-                !kdra_alt_matches(&x->reqs[r].alts[0], cx->classes, info) ||
+            if (dra_mig_res(info) != ch->res[r] ||
+                !kdra_alt_matches(&x->reqs[r].alts[ch->alt[r]], cx->classes, info) ||
                 !free_for(m, x, pl, name, dev, pool, k))
                 continue;
             if (k == n_max)
@@ -516,6 +545,8 @@ int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const 
         free(old);
     }
     m->ugen += k > 0;
+    if (sub)
+        memcpy(sub, ch->alt, sizeof(ch->alt));
     *n = k;
     return 1;
 }

@@ -9,14 +9,16 @@
  * claim's MIG devices at binding.
  *
  * A MIG claim: a request whose DeviceClass (not the accelerator's own) selects MIG devices of the
- * accelerator's driver and no whole device. Each of its requests must be `exactly`, ExactCount,
- * of such a class; it takes devices of one profile, among those its class's and own selectors
- * accept (over the cluster) the one with the most devices (the smallest, as a rule) among those
- * with enough free devices when the build begins, else among all, then the first by name (a
- * request for "any MIG device" is given the commonest profile while it has room, another once
- * it has not): the pod asks that many of the profile's resource. Anything else (firstAvailable,
- * All, constraints, a class selecting whole GPUs and MIG devices, a claim mixing whole GPUs and MIG
- * devices) waits with a reason naming the claim.
+ * accelerator's driver and no whole device. Each of its requests must be ExactCount of such
+ * classes, `exactly` or firstAvailable (every subrequest of a MIG class: the first whose profile
+ * has `count` free devices in the cluster when the build begins is taken, else the first with a
+ * profile). It takes devices of one profile, among those its class's and own selectors accept
+ * (over the cluster) the one with the most devices (the smallest, as a rule) among those with
+ * enough free devices when the build begins, else among all, then the first by name (a request
+ * for "any MIG device" is given the commonest profile while it has room, another once it has
+ * not): the pod asks that many of the profile's resource. Anything else (All, constraints, a
+ * class selecting whole GPUs and MIG devices, a claim mixing whole GPUs and MIG devices) waits
+ * with a reason naming the claim.
  *
  * Owns: the MIG inventory (a dra_inv of the accelerator driver's type "mig" devices), the
  * profile resources, each claim's MIG view (kept per generation of slices and classes), the
@@ -72,12 +74,18 @@ struct kmig_ctx {
     const void *ctx;
 };
 
+/* What a MIG claim takes, per request: the profile's resource id and the alternative it is
+ * given (0 for `exactly`; of firstAvailable, the subrequest's index). */
+struct kmig_choice {
+    int16_t res[KDRA_MAX_REQS];
+    uint8_t alt[KDRA_MAX_REQS];
+};
+
 /* Claim x (key) as MIG: false when none of its requests' classes selects MIG devices. Else true,
- * with *res[x->n_reqs] each request's profile resource id and *why NULL, or *why saying why it
- * cannot be allocated ("resourceclaim <key>: ...", valid until the claim, the slices or the
- * classes change). */
+ * with *ch its choice and *why NULL, or *why saying why it cannot be allocated ("resourceclaim
+ * <key>: ...", valid until the claim, the slices or the classes change). */
 bool kmig_claim(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
-                const int16_t **res, const char **why);
+                const struct kmig_choice **ch, const char **why);
 
 /* The profile resource id of allocated device (pool, device) on node, or -1 (not a MIG device
  * known there). */
@@ -86,19 +94,21 @@ int kmig_device_res(const struct kmig *m, const char *node, const char *pool, co
 /* Whether the MIG devices of node suit MIG claim x whatever devices of their profiles are
  * picked: every device of each request's profile passes its class and selectors. */
 bool kmig_node_ok(const struct kmig *m, const struct kmig_ctx *cx, const struct kclaim *x,
-                  const int16_t *res, const char *node);
+                  const struct kmig_choice *ch, const char *node);
 /* Whether kmig_node_ok holds on every node (the claim's selectors name the profile only). */
 bool kmig_every_node(struct kmig *m, const struct kmig_ctx *cx, const char *key,
                      const struct kclaim *x);
 
 /* At binding: picks the devices of MIG claim x (key) on node, per request in order, of its
- * profile, passing its class and selectors, held by no other allocated claim (its own earlier
- * allocation's devices may be picked again) and picked by no write in flight, in name order,
- * into dev/drv/pool (n_max entries, *n set) and marks them picked for key until
- * kmig_release(key). 1 picked, 0 not a MIG claim, -1 too few free devices (or out of memory). */
+ * profile, passing its class and selectors (its chosen subrequest's), held by no other allocated
+ * claim (its own earlier allocation's devices may be picked again) and picked by no write in
+ * flight, in name order, into dev/drv/pool (n_max entries, *n set), the subrequests into
+ * sub[KDRA_MAX_REQS] (may be NULL; for kdra_claim_allocation_subs), and marks them picked for
+ * key until kmig_release(key). 1 picked, 0 not a MIG claim, -1 too few free devices (or out of
+ * memory). */
 int kmig_pick(struct kmig *m, const struct kmig_ctx *cx, const char *key, const struct kclaim *x,
               const char *node, const char **dev, const char **drv, const char **pool,
-              uint32_t n_max, uint32_t *n);
+              uint32_t n_max, uint32_t *n, uint8_t *sub);
 /* The write of claim key was answered (its answer, on success, is in the claim map already):
  * its picks are no longer in flight. */
 void kmig_release(struct kmig *m, const char *key);

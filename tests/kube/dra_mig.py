@@ -11,8 +11,9 @@ pod's node before its Binding; a gang of four pods claiming a 3g.40gb slice each
 every 3g.40gb device (18/7 GPU in use); a second 1g.10gb gang (6/7 more) waits on quota and is
 bound once the 3g.40gb gang is gone, no device of it given twice; a claim of "any MIG device" (no
 selector) is given the commonest profile while it has room (1g.10gb), and a claim of two such
-devices the other profile once one 1g.10gb device is left; a firstAvailable MIG claim waits with InvalidSpec naming why; whole-GPU claims find no GPU. Every
-wait is bounded.
+devices the other profile once one 1g.10gb device is left; a firstAvailable MIG claim whose first
+subrequest (7g.80gb) no device passes is given its second (3g.40gb), its result naming
+"gpus/big"; whole-GPU claims find no GPU. Every wait is bounded.
 """
 
 import os
@@ -164,16 +165,23 @@ def main():
     check("a claim of two of any MIG device, one 1g.10gb device being left, is given two "
           "3g.40gb devices", f, str(results(c, "f-0")) + s.text()[-800:])
 
-    fa = mig_template("prefer", 1, "3g.40gb")
-    ex = fa["spec"]["spec"]["devices"]["requests"][0].pop("exactly")
-    ex["name"] = "big"
-    fa["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"] = [ex]
+    c.delete(dra.NS + "/f-0")  # its two 3g.40gb devices free again
+    fa = mig_template("prefer", 1)
+    req = fa["spec"]["spec"]["devices"]["requests"][0]
+    req.pop("exactly")
+    req["firstAvailable"] = [
+        {"name": "huge", "deviceClassName": "mig.nvidia.com", "selectors": [{"cel": {
+            "expression": "device.attributes['gpu.nvidia.com'].profile == '7g.80gb'"}}]},
+        {"name": "big", "deviceClassName": "mig.nvidia.com", "selectors": [{"cel": {
+            "expression": "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}]}]
     c.post(tmpl, fa)
     dra.gang(c, "e", 1, "prefer")
-    ok = wait_for(lambda: [e for e in e2e.events_for(c, "e") if e["reason"] == "InvalidSpec"], 20)
-    check("a firstAvailable MIG claim waits with InvalidSpec saying why",
-          ok and "firstAvailable alternatives of MIG devices" in ok[0].get("note", ""),
-          str(ok)[:400] + s.text()[-400:])
+    e = wait_for(lambda: e2e.bound(c, "e") and results(c, "e-0"), 30)
+    check("a firstAvailable MIG claim whose first subrequest no device passes is given the "
+          "next: a 3g.40gb device, its result naming request/subrequest",
+          e and len(e) == 1 and e[0]["request"] == "gpus/big" and
+          profile_of(e[0]["device"]) == "3g.40gb" and e[0]["pool"] == e2e.bound(c, "e")[0][
+              "spec"]["nodeName"], str(e) + s.text()[-800:])
     dra.gang(c, "w", 1, "whole")
     ok = wait_for(lambda: [e for e in e2e.events_for(c, "w") if e["type"] == "Warning"], 20)
     check("a whole-GPU claim is not given MIG devices: it waits", ok and not e2e.bound(c, "w"),

@@ -1,9 +1,9 @@
 /* tests/unit/test_kube_mig.c: MIG devices as DRA devices (sched/kube/mig.c): a node's devices of
  * each profile counted as the profile's resource (the device plugin's count wins), which claims
  * take MIG devices and of which profile (for "any", the commonest with room), what is refused and
- * how it is named, the node rule of selectors beyond the profile, and the devices picked at
- * binding: never one another claim holds or a write in flight picked, a claim's own allocation
- * again. */
+ * how it is named, firstAvailable subrequests (the first with room), the node rule of selectors
+ * beyond the profile, and the devices picked at binding: never one another claim holds or a
+ * write in flight picked, a claim's own allocation again. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -177,18 +177,18 @@ static void which_claims_and_profiles(void **state)
     struct fx f;
     fx_init(&f);
     slice(f.m, "a", 7, 2, "A100");
-    const int16_t *res;
+    const struct kmig_choice *res;
     const char *why;
     struct kclaim *one = mig_claim("one", "mig.nvidia.com", 3,
                                    "device.attributes['gpu.nvidia.com'].profile == "
                                    "'3g.40gb'");
     assert_true(kmig_claim(f.m, &f.cx, "ml/one", one, &res, &why));
     assert_null(why);
-    assert_int_equal(res[0], res_of("nvidia.com/mig-3g.40gb"));
+    assert_int_equal(res->res[0], res_of("nvidia.com/mig-3g.40gb"));
     struct kclaim *any = mig_claim("any", "mig.nvidia.com", 1, NULL);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
     assert_null(why);
-    assert_int_equal(res[0], res_of("nvidia.com/mig-1g.10gb")); /* 7 devices against 2 */
+    assert_int_equal(res->res[0], res_of("nvidia.com/mig-1g.10gb")); /* 7 devices against 2 */
     struct kclaim *gpu = mig_claim("gpu", "gpu.example.com", 1, NULL);
     assert_false(kmig_claim(f.m, &f.cx, "ml/gpu", gpu, &res, &why)); /* whole GPUs */
     struct kclaim *acc = claim("acc",
@@ -212,7 +212,16 @@ static void which_claims_and_profiles(void **state)
                               "\"big\",\"deviceClassName\":\"mig.nvidia.com\"}]}]}",
                               "");
     assert_true(kmig_claim(f.m, &f.cx, "ml/fa", fa, &res, &why));
-    assert_non_null(strstr(why, "firstAvailable alternatives of MIG devices"));
+    assert_null(why); /* one subrequest: as `exactly`, the commonest profile */
+    assert_int_equal(res->res[0], res_of("nvidia.com/mig-1g.10gb"));
+    assert_int_equal(res->alt[0], 0);
+    struct kclaim *fw = claim("fw",
+                              "{\"requests\":[{\"name\":\"m\",\"firstAvailable\":[{\"name\":"
+                              "\"mig\",\"deviceClassName\":\"mig.nvidia.com\"},{\"name\":"
+                              "\"whole\",\"deviceClassName\":\"gpu.example.com\"}]}]}",
+                              "");
+    assert_true(kmig_claim(f.m, &f.cx, "ml/fw", fw, &res, &why));
+    assert_non_null(strstr(why, "requests[0]: a claim takes MIG devices or whole devices"));
     struct kclaim *cons = claim("cons",
                                 "{\"requests\":[{\"name\":\"m\",\"exactly\":{\"deviceClassName\":"
                                 "\"mig.nvidia.com\",\"count\":2}}],\"constraints\":[{"
@@ -234,9 +243,9 @@ static void which_claims_and_profiles(void **state)
     cJSON_Delete(o);
     assert_true(kmig_claim(f.m, &f.cx, "ml/none", none, &res, &why));
     assert_null(why);
-    assert_int_equal(res[0], res_of("nvidia.com/mig-7g.80gb"));
-    struct kclaim *all[] = {one, any, gpu, acc, both, mixed, fa, cons, none};
-    for (int i = 0; i < 9; i++)
+    assert_int_equal(res->res[0], res_of("nvidia.com/mig-7g.80gb"));
+    struct kclaim *all[] = {one, any, gpu, acc, both, mixed, fa, fw, cons, none};
+    for (int i = 0; i < 10; i++)
         kdra_claim_free(all[i]);
     fx_fini(&f);
 }
@@ -248,7 +257,7 @@ static void node_rule(void **state)
     fx_init(&f);
     slice(f.m, "a", 2, 0, "A100");
     slice(f.m, "h", 2, 0, "H100");
-    const int16_t *res;
+    const struct kmig_choice *res;
     const char *why;
     struct kclaim *prof = mig_claim("p", "mig.nvidia.com", 1,
                                     "device.attributes['gpu.nvidia.com']"
@@ -278,19 +287,19 @@ static void picking_devices(void **state)
     struct kclaim *x = mig_claim("x", "mig.nvidia.com", 2, NULL);
     struct kclaim *y = mig_claim("y", "mig.nvidia.com", 2, NULL);
     struct kclaim *z = mig_claim("z", "mig.nvidia.com", 1, NULL);
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/x", x, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/x", x, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_int_equal(n, 2);
     assert_string_equal(dev[0], "gpu-0-mig-1g10gb-0");
     assert_string_equal(dev[1], "gpu-0-mig-1g10gb-1");
     assert_string_equal(drv[0], "gpu.nvidia.com");
     assert_string_equal(pool[0], "a");
     /* x's write in flight: y gets the other two, z none */
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_string_equal(dev[0], "gpu-0-mig-1g10gb-2");
     assert_string_equal(dev[1], "gpu-0-mig-1g10gb-3");
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", z, "a", dev, drv, pool, 8, &n), -1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", z, "a", dev, drv, pool, 8, &n, NULL), -1);
     kmig_release(f.m, "ml/y"); /* y's write failed: its devices are free again */
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", z, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", z, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_string_equal(dev[0], "gpu-0-mig-1g10gb-2");
     kmig_release(f.m, "ml/z");
     /* x's write succeeded: its allocation is in the claim map, the picks are released */
@@ -304,22 +313,24 @@ static void picking_devices(void **state)
                               "\"gpu-0-mig-1g10gb-1\"}]}}}");
     kmig_claim_changed(f.m, "ml/x", x, xa);
     kmig_release(f.m, "ml/x");
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_string_equal(dev[0], "gpu-0-mig-1g10gb-2"); /* x's are held */
     kmig_release(f.m, "ml/y");
     /* x written again (an earlier attempt's allocation): its own devices may be picked */
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/x", xa, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/x", xa, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_string_equal(dev[0], "gpu-0-mig-1g10gb-0");
     kmig_release(f.m, "ml/x");
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 1, &n), -1); /* room */
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "b", dev, drv, pool, 8, &n), -1); /* none */
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 1, &n, NULL),
+                     -1); /* room */
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "b", dev, drv, pool, 8, &n, NULL),
+                     -1);                      /* none */
     kmig_claim_changed(f.m, "ml/x", xa, NULL); /* deallocated or deleted: free again */
     struct kclaim *w = mig_claim("w", "mig.nvidia.com", 4, NULL);
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/w", w, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/w", w, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_int_equal(n, 4);
     kmig_release(f.m, "ml/w");
     struct kclaim *g = mig_claim("g", "gpu.example.com", 1, NULL);
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/g", g, "a", dev, drv, pool, 8, &n), 0);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/g", g, "a", dev, drv, pool, 8, &n, NULL), 0);
     struct kclaim *all[] = {x, y, z, xa, w, g};
     for (int i = 0; i < 6; i++)
         kdra_claim_free(all[i]);
@@ -337,7 +348,7 @@ static void any_takes_a_profile_with_room(void **state)
     fx_init(&f);
     slice(f.m, "a", 3, 2, "A100");
     int r1 = res_of("nvidia.com/mig-1g.10gb"), r3 = res_of("nvidia.com/mig-3g.40gb");
-    const int16_t *res;
+    const struct kmig_choice *res;
     const char *why;
     const char *dev[8], *drv[8], *pool[8];
     uint32_t n = 0;
@@ -346,9 +357,9 @@ static void any_takes_a_profile_with_room(void **state)
     kmig_build_begin(f.m);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
     assert_null(why);
-    assert_int_equal(res[0], r1); /* 3 devices against 2, both with room */
+    assert_int_equal(res->res[0], r1); /* 3 devices against 2, both with room */
     assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
-    assert_int_equal(res[0], r1);
+    assert_int_equal(res->res[0], r1);
     /* two 1g.10gb devices allocated: one left, room for `any` but not for `any2` */
     struct kclaim *x = claim("x",
                              "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
@@ -360,36 +371,102 @@ static void any_takes_a_profile_with_room(void **state)
                              "\"gpu-0-mig-1g10gb-1\"}]}}}");
     kmig_claim_changed(f.m, "ml/x", NULL, x);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
-    assert_int_equal(res[0], r1); /* the choice of the build that began before */
+    assert_int_equal(res->res[0], r1); /* the choice of the build that began before */
     kmig_build_begin(f.m);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
-    assert_int_equal(res[0], r3);
+    assert_int_equal(res->res[0], r3);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
-    assert_int_equal(res[0], r1);
+    assert_int_equal(res->res[0], r1);
     /* the last 1g.10gb device picked by a write in flight: `any` turns to 3g.40gb, and keeps
      * it at binding until the next build */
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", any, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/z", any, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_string_equal(dev[0], "gpu-0-mig-1g10gb-2");
     kmig_build_begin(f.m);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any", any, &res, &why));
-    assert_int_equal(res[0], r3);
+    assert_int_equal(res->res[0], r3);
     kmig_release(f.m, "ml/z");
-    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/any", any, "a", dev, drv, pool, 8, &n), 1);
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/any", any, "a", dev, drv, pool, 8, &n, NULL), 1);
     assert_string_equal(dev[0], "gpu-1-mig-3g40gb-3");
     kmig_release(f.m, "ml/any");
     /* no profile with room: the commonest */
     struct kclaim *any4 = mig_claim("any4", "mig.nvidia.com", 4, NULL);
     kmig_build_begin(f.m);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any4", any4, &res, &why));
-    assert_int_equal(res[0], r1);
+    assert_int_equal(res->res[0], r1);
     /* x is gone: 1g.10gb has room for two again */
     kmig_claim_changed(f.m, "ml/x", x, NULL);
     kmig_build_begin(f.m);
     assert_true(kmig_claim(f.m, &f.cx, "ml/any2", any2, &res, &why));
-    assert_int_equal(res[0], r1);
+    assert_int_equal(res->res[0], r1);
     struct kclaim *all[] = {any, any2, any4, x};
     for (int i = 0; i < 4; i++)
         kdra_claim_free(all[i]);
+    fx_fini(&f);
+}
+
+/* firstAvailable of MIG subrequests ("a 3g.40gb, else a 1g.10gb"): the first whose profile has
+ * `count` free devices when a build begins, else the first; the node rule and the picking read
+ * the chosen subrequest's selectors, and the pick names it. */
+static void first_available_subrequests(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_init(&f);
+    slice(f.m, "a", 3, 2, "A100");
+    int r1 = res_of("nvidia.com/mig-1g.10gb"), r3 = res_of("nvidia.com/mig-3g.40gb");
+    const struct kmig_choice *ch;
+    const char *why;
+    const char *dev[8], *drv[8], *pool[8];
+    uint8_t sub[KDRA_MAX_REQS];
+    uint32_t n = 0;
+    struct kclaim *fa = claim(
+        "fa",
+        "{\"requests\":[{\"name\":\"m\",\"firstAvailable\":[{\"name\":\"big\",\"deviceClassName\":"
+        "\"mig.nvidia.com\",\"count\":2,\"selectors\":[{\"cel\":{\"expression\":\"device."
+        "attributes['gpu.nvidia.com'].profile == '3g.40gb'\"}}]},{\"name\":\"small\","
+        "\"deviceClassName\":\"mig.nvidia.com\",\"count\":2,\"selectors\":[{\"cel\":{"
+        "\"expression\":\"device.attributes['gpu.nvidia.com'].profile == '1g.10gb' && "
+        "device.attributes['gpu.nvidia.com'].productName == 'A100'\"}}]}]}]}",
+        "");
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/fa", fa, &ch, &why));
+    assert_null(why);
+    assert_int_equal(ch->res[0], r3);
+    assert_int_equal(ch->alt[0], 0);
+    /* one 3g.40gb device picked by a write in flight: no room for two, the next build takes the
+     * second subrequest */
+    struct kclaim *y = mig_claim("y", "mig.nvidia.com", 1,
+                                 "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'");
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/y", y, "a", dev, drv, pool, 8, &n, NULL), 1);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/fa", fa, &ch, &why));
+    assert_int_equal(ch->alt[0], 0); /* this build's choice */
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/fa", fa, &ch, &why));
+    assert_null(why);
+    assert_int_equal(ch->res[0], r1);
+    assert_int_equal(ch->alt[0], 1);
+    /* its selectors, not the first subrequest's: an H100 node's 1g.10gb devices refuse it */
+    slice(f.m, "h", 3, 0, "H100");
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/fa", fa, &ch, &why));
+    assert_int_equal(ch->alt[0], 1);
+    assert_true(kmig_node_ok(f.m, &f.cx, fa, ch, "a"));
+    assert_false(kmig_node_ok(f.m, &f.cx, fa, ch, "h"));
+    assert_false(kmig_every_node(f.m, &f.cx, "ml/fa", fa));
+    memset(sub, 9, sizeof(sub));
+    assert_int_equal(kmig_pick(f.m, &f.cx, "ml/fa", fa, "a", dev, drv, pool, 8, &n, sub), 1);
+    assert_int_equal(n, 2);
+    assert_int_equal(sub[0], 1);
+    assert_string_equal(dev[0], "gpu-0-mig-1g10gb-0");
+    kmig_release(f.m, "ml/fa");
+    /* y's write failed: room for the first again */
+    kmig_release(f.m, "ml/y");
+    kmig_build_begin(f.m);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/fa", fa, &ch, &why));
+    assert_int_equal(ch->alt[0], 0);
+    assert_int_equal(ch->res[0], r3);
+    kdra_claim_free(fa);
+    kdra_claim_free(y);
     fx_fini(&f);
 }
 
@@ -401,6 +478,7 @@ int main(void)
         cmocka_unit_test(node_rule),
         cmocka_unit_test(picking_devices),
         cmocka_unit_test(any_takes_a_profile_with_room),
+        cmocka_unit_test(first_available_subrequests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
