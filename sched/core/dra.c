@@ -503,7 +503,8 @@ static int node_islands(struct dra_inv *inv, struct cluster *c, struct node *nd)
 
 /* ---- MIG devices (see dra.h) ----------------------------------------------------------------- */
 
-static bool mig_uncounted; /* a profile's name could not be interned (dra_mig_uncounted) */
+static bool mig_uncounted;    /* a profile's name could not be interned (dra_mig_uncounted) */
+static bool mig_res[RES_MAX]; /* resources dra_mig_res has given (resource ids are global) */
 
 int dra_mig_res(const struct cel_device *d)
 {
@@ -528,7 +529,14 @@ int dra_mig_res(const struct cel_device *d)
         mig_uncounted = true;
         return -1;
     }
+    if (id >= 0 && id < RES_MAX && id != RES_GPU)
+        mig_res[id] = true;
     return id == RES_GPU ? -1 : id;
+}
+
+bool dra_res_mig(int r)
+{
+    return r >= 0 && r < RES_MAX && mig_res[r];
 }
 
 bool dra_mig_uncounted(void)
@@ -539,6 +547,7 @@ bool dra_mig_uncounted(void)
 int dra_inv_apply_mig(const struct dra_inv *inv, struct cluster *c)
 {
     int nodes = 0;
+    c->n_dra_mig_nodes = 0;
     for (uint32_t i = 0; inv && i < c->n_nodes; i++) {
         struct node *nd = &c->nodes[i];
         int64_t count[RES_MAX] = {0};
@@ -550,9 +559,14 @@ int dra_inv_apply_mig(const struct dra_inv *inv, struct cluster *c)
                 count[r]++;
         }
         nodes += g > 0;
+        bool from_dra = false;
         for (int r = 0; r < RES_MAX; r++)
-            if (count[r] > 0 && nd->alloc.v[r] == 0)
+            if (count[r] > 0 && nd->alloc.v[r] == 0) {
                 nd->alloc.v[r] = count[r];
+                from_dra = true;
+            }
+        nd->dra_mig = from_dra;
+        c->n_dra_mig_nodes += from_dra;
     }
     return nodes;
 }

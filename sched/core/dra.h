@@ -81,9 +81,12 @@ int dra_mig_res(const struct cel_device *d);
 /* Whether some profile was not counted: its name is no resource name, or the resource table
  * (RES_MAX names) is full; the drivers say so once. */
 bool dra_mig_uncounted(void);
+/* Whether resource r is a MIG profile's, as dra_mig_res has given it. */
+bool dra_res_mig(int r);
 /* Sets alloc of each profile's resource of every node of c to its MIG devices of that profile
  * in complete newest pools, unless the node reports that resource (the device plugin's count
- * wins). Returns how many nodes have MIG devices. */
+ * wins), marking such a node dra_mig (c->n_dra_mig_nodes). Returns how many nodes have MIG
+ * devices. */
 int dra_inv_apply_mig(const struct dra_inv *inv, struct cluster *c);
 
 /* Calls each(pool, device name, attributes, ctx) for every GPU device of every slice until it

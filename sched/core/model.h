@@ -61,6 +61,9 @@ struct node {
     bool dra_gpus;      /* its GPUs are ResourceSlice devices (dra_inv_apply), not a device
                            plugin's allocatable count: kubelet admits no pod asking them as an
                            extended resource */
+    bool dra_mig;       /* some MIG profile's count is of ResourceSlice devices
+                           (dra_inv_apply_mig): kubelet admits no pod asking it as an extended
+                           resource */
     enum gpu_sharing gpu_sharing;
     uint8_t n_gpus;       /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
     uint8_t gpu_capacity; /* status.capacity GPUs; above n_gpus = unhealthy devices (0: unknown) */
@@ -106,8 +109,9 @@ struct cluster {
     struct topo topo;
     int64_t total_gpus; /* sum of n_gpus over nodes */
     uint8_t max_node_gpus;
-    uint32_t n_dra_nodes; /* nodes whose GPUs are ResourceSlice devices (node.dra_gpus) */
-    int64_t n_dra_gpus;   /* their GPUs */
+    uint32_t n_dra_nodes;     /* nodes whose GPUs are ResourceSlice devices (node.dra_gpus) */
+    int64_t n_dra_gpus;       /* their GPUs */
+    uint32_t n_dra_mig_nodes; /* nodes with node.dra_mig */
     /* private */
     uint32_t cap_nodes;
     struct cluster_pool *pool;

@@ -344,7 +344,7 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
         /* inter-pod constraints: its first pod's labels; without prefs, no preferences */
         if (p->meta && !(ps->meta = kobj_set_meta(a, p->meta, prefs)))
             return SCHED_ENOMEM;
-        if (!running && (p->n_claims || p->gpus_own > 0) &&
+        if (!running && (p->n_claims || p->gpus_own > 0 || b->c->cluster->n_dra_mig_nodes) &&
             kclaims_node_filter(b->c->dra, b->c->cluster, p, a, ps) != 0)
             return SCHED_ENOMEM;
     }

@@ -871,6 +871,21 @@ static int alt_prefs(struct arena *a, const char **names, const int32_t *score, 
     return 0;
 }
 
+/* Whether pod p's containers ask a MIG profile as an extended resource (what its claims' MIG
+ * devices add is p->mig[]): not on a node whose count of it is of ResourceSlice devices
+ * (node.dra_mig), where kubelet would give the pod none (KEP-5004 maps no MIG profile here). */
+static bool containers_ask_mig(const struct cluster *cl, const struct kpod *p)
+{
+    for (int r = 0; cl->n_dra_mig_nodes && r < RES_MAX; r++) {
+        int64_t claimed = 0;
+        for (uint32_t j = 0; j < p->n_mig; j++)
+            claimed += p->mig[j].res == r ? p->mig[j].n : 0;
+        if (p->req.v[r] > claimed && dra_res_mig(r))
+            return true;
+    }
+    return false;
+}
+
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps)
 {
@@ -916,7 +931,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
      * deallocation) */
     if (n_prev && pref_names(a, ps, prev, n_prev, 100) != 0)
         return SCHED_ENOMEM;
-    if (n_sel == 0 && n_mig == 0 && !pin && !apart && (!own || every))
+    bool own_mig = containers_ask_mig(cl, p);
+    if (n_sel == 0 && n_mig == 0 && !pin && !apart && (!own || every) && !own_mig)
         return 0;
     bool all = false, alts = false; /* alts: firstAvailable requests, scored per node */
     for (uint32_t s = 0; s < n_sel; s++) {
@@ -933,7 +949,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
         const struct node *nd = &cl->nodes[i];
         bool via_ext = own && nd->dra_gpus && ext && !every;
         bool ok = !apart && (nd->n_gpus > 0 || !n_sel) && !(own && nd->dra_gpus && !ext) &&
-                  (!all || nd->n_gpus == cl->max_node_gpus) && (!pin || strcmp(nd->name, pin) == 0);
+                  (!all || nd->n_gpus == cl->max_node_gpus) &&
+                  (!pin || strcmp(nd->name, pin) == 0) && !(own_mig && nd->dra_mig);
         const struct cel_device *devs[NODE_MAX_GPUS];
         for (uint32_t g = 0; g < nd->n_gpus && ok && (n_sel || via_ext); g++)
             ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g] &&

@@ -182,6 +182,16 @@ def main():
           e and len(e) == 1 and e[0]["request"] == "gpus/big" and
           profile_of(e[0]["device"]) == "3g.40gb" and e[0]["pool"] == e2e.bound(c, "e")[0][
               "spec"]["nodeName"], str(e) + s.text()[-800:])
+    path, pg = e2e.podgroup("k", 1)
+    c.post(path, pg)
+    kp = e2e.pod("k-0", "k", 0)
+    kp["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    c.post(dra.NS, kp)
+    ev = wait_for(lambda: [e for e in e2e.events_for(c, "k") if e["type"] == "Warning"], 20)
+    ok = e2e.bound(c, "k")
+    check("a pod asking a MIG profile in its containers is not bound where the profile's devices "
+          "are DRA devices (kubelet would give it none): it waits", ev and not ok,
+          str(ok)[:300] + s.text()[-600:])
     dra.gang(c, "w", 1, "whole")
     ok = wait_for(lambda: [e for e in e2e.events_for(c, "w") if e["type"] == "Warning"], 20)
     check("a whole-GPU claim is not given MIG devices: it waits", ok and not e2e.bound(c, "w"),

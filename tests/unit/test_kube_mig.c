@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/dra.h"
 #include "sched/core/model.h"
 #include "sched/core/res.h"
 #include "sched/kube/dra.h"
@@ -146,6 +147,13 @@ static void profiles_as_resources(void **state)
     assert_int_equal(c->nodes[0].alloc.v[RES_GPU], 0); /* whole GPUs are the GPU inventory's */
     assert_int_equal(c->nodes[1].alloc.v[r1], 5);
     assert_int_equal(c->nodes[2].alloc.v[r1], 0);
+    /* counts of ResourceSlice devices mark the node: containers asking the profile stay off */
+    assert_true(c->nodes[0].dra_mig);
+    assert_false(c->nodes[1].dra_mig);
+    assert_false(c->nodes[2].dra_mig);
+    assert_int_equal(c->n_dra_mig_nodes, 1);
+    assert_true(dra_res_mig(r1) && dra_res_mig(r3));
+    assert_false(dra_res_mig(RES_GPU));
     assert_int_equal(kmig_device_res(f.m, "a", "a", "gpu-1-mig-3g40gb-8"), r3);
     assert_int_equal(kmig_device_res(f.m, "a", "a", "gpu-2"), -1); /* a whole GPU */
     /* dynamic MIG (KEP-4815's partitionable devices): devices sharing counters are not counted */
