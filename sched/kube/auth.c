@@ -431,11 +431,12 @@ static int exec_field(struct kcfg *k, yaml_node_t *ex, const char *field, struct
     if (ex->type != YAML_MAPPING_NODE)
         return kfail_at(k, ex, SCHED_EINVAL, "%s: expected a mapping", field);
     struct kube_exec *x = a->exec = calloc(1, sizeof(*x));
-    const char *av, *cmd, *mode;
+    const char *av, *cmd, *mode, *hint;
     bool cluster_info = false;
     int rc = x ? 0 : kfail(k, SCHED_ENOMEM, "out of memory");
     if (!rc && !(rc = get_str(k, ex, "apiVersion", field, &av)) &&
         !(rc = get_str(k, ex, "command", field, &cmd)) &&
+        !(rc = get_str(k, ex, "installHint", field, &hint)) &&
         !(rc = get_str(k, ex, "interactiveMode", field, &mode)) &&
         !(rc = get_bool(k, ex, "provideClusterInfo", field, &cluster_info)) &&
         !(rc = str_list(k, ex, "args", field, &x->args, &x->n_args)))
@@ -467,7 +468,10 @@ static int exec_field(struct kcfg *k, yaml_node_t *ex, const char *field, struct
     if (x->command)
         snprintf(x->command, cl, "%s%s%s", strchr(cmd, '/') && cmd[0] != '/' ? k->dir : "",
                  strchr(cmd, '/') && cmd[0] != '/' ? "/" : "", cmd);
-    if (!x->api_version || !x->where || !x->command ||
+    if (hint && *hint && (x->install_hint = strdup(hint)) != NULL)
+        for (char *p = x->install_hint; *p; p++) /* one line, for the log */
+            *p = *p == '\n' || *p == '\r' ? ' ' : *p;
+    if (!x->api_version || !x->where || !x->command || (hint && *hint && !x->install_hint) ||
         (cluster_info && !(x->cluster = exec_cluster(kc, cluster, a))))
         return kfail(k, SCHED_ENOMEM, "out of memory");
     struct kube_exec_cred cr;

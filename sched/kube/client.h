@@ -47,8 +47,10 @@ struct kube_exec {
     uint32_t n_args;
     char **env; /* "NAME=value" */
     uint32_t n_env;
-    char *cluster; /* JSON of ExecCredential spec.cluster (provideClusterInfo), or NULL */
-    char *where;   /* "kubeconfig FILE: users[N].user.exec", for messages */
+    char *cluster;      /* JSON of ExecCredential spec.cluster (provideClusterInfo), or NULL */
+    char *install_hint; /* installHint (newlines as spaces), told when the command is not
+                           found, as client-go does; or NULL */
+    char *where;        /* "kubeconfig FILE: users[N].user.exec", for messages */
 };
 
 /* A plugin's answer: a token, or a client certificate and key (PEM); strings malloc'd. */

@@ -43,6 +43,7 @@ void kube_exec_free(struct kube_exec *x)
     free(x->api_version);
     free(x->command);
     free(x->cluster);
+    free(x->install_hint);
     free(x->where);
     free(x);
 }
@@ -69,9 +70,10 @@ struct kube_exec *kube_exec_dup(const struct kube_exec *x)
     d->api_version = x->api_version ? strdup(x->api_version) : NULL;
     d->command = x->command ? strdup(x->command) : NULL;
     d->cluster = x->cluster ? strdup(x->cluster) : NULL;
+    d->install_hint = x->install_hint ? strdup(x->install_hint) : NULL;
     d->where = x->where ? strdup(x->where) : NULL;
     if (!ok_a || !ok_e || !d->api_version || !d->command || (x->cluster && !d->cluster) ||
-        (x->where && !d->where)) {
+        (x->install_hint && !d->install_hint) || (x->where && !d->where)) {
         kube_exec_free(d);
         return NULL;
     }
@@ -130,6 +132,15 @@ static char **plugin_env(const struct kube_exec *x, char **info_var)
     return env;
 }
 
+/* The plugin could not be run (why: "not found" or the error): SCHED_EIO naming the command,
+ * with the kubeconfig's installHint when it gives one (client-go shows it then). */
+static int not_found(const struct kube_exec *x, const char *why, struct sched_errbuf *eb)
+{
+    return sched_fail(eb, SCHED_EIO, "%s: command %s: %s%s%s%s", x->where, x->command, why,
+                      x->install_hint ? " (installHint: " : "",
+                      x->install_hint ? x->install_hint : "", x->install_hint ? ")" : "");
+}
+
 static uint64_t mono_ms(void)
 {
     struct timespec ts;
@@ -183,8 +194,7 @@ static int run(const struct kube_exec *x, char **out, struct outcome *oc, struct
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
-        return sched_fail(eb, SCHED_EIO, "%s: command %s: %s", x->where, x->command,
-                          rc == ENOENT ? "not found" : strerror(rc));
+        return not_found(x, rc == ENOENT ? "not found" : strerror(rc), eb);
     }
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
@@ -516,8 +526,7 @@ int kube_exec_start(uv_loop_t *loop, const struct kube_exec *x, kube_exec_done_f
     if (e != 0) {
         j->done = true;
         job_close(j);
-        return sched_fail(eb, SCHED_EIO, "%s: command %s: %s", x->where, x->command,
-                          e == UV_ENOENT ? "not found" : uv_strerror(e));
+        return not_found(x, e == UV_ENOENT ? "not found" : uv_strerror(e), eb);
     }
     uv_timer_start(&j->timer, job_deadline, EXEC_TIMEOUT_MS, 0);
     *out = j;

@@ -396,6 +396,15 @@ static void kubeconfig_exec(void **state)
         "command: no-such-plugin-anywhere}}}]\n"
         "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
         SCHED_EIO, (const char *const[]){"command no-such-plugin-anywhere: not found", NULL});
+    /* its installHint told, on one line, as client-go shows it */
+    expect_error(
+        "current-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+        "command: no-such-plugin-anywhere, installHint: \"Install it:\\napt install it\"}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+        SCHED_EIO,
+        (const char *const[]){"not found (installHint: Install it: apt install it)", NULL});
 }
 
 /* ---- a plugin run on the event loop -----------------------------------------------------------
