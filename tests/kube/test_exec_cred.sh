@@ -111,6 +111,7 @@ grep -q "clusters\[0\].cluster.proxy-url: the scheme must be http, https or sock
 
 # a proxy that asks for credentials (the same script, AUTH alice:s3cret): SOCKS5 with RFC 1929
 # username/password and HTTP CONNECT with Proxy-Authorization, both from the proxy-url's userinfo
+: >"$TMP/aproxy.log"
 python3 tests/kube/connect_proxy.py "$TMP/aproxy.port" "$TMP/aproxy.log" alice:s3cret &
 APROXY_PID=$!
 i=0
@@ -118,26 +119,31 @@ while [ ! -s "$TMP/aproxy.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1));
 ap=$(cat "$TMP/aproxy.port")
 # pkc NAME URL: the plain kubeconfig with proxy-url URL
 pkc() { sed "s|^    server: \(.*\)\$|    server: \1\n    proxy-url: $2|" "$TMP/plain.kc" >"$TMP/$1.kc"; }
-pkc socks "socks5://alice:s3cret@127.0.0.1:$ap"
-timeout 30 "$P" request "$TMP/socks.kc" GET $PODS >"$TMP/socks.out" 2>&1
-expect_eq "a socks5 proxy-url with a user and password: through the SOCKS5 proxy, authenticated" \
-    "$(grep -oE 'status=[0-9]+' "$TMP/socks.out" | head -1) $(grep -c '^SOCKS5 ' "$TMP/aproxy.log")" \
-    "status=200 1"
-pkc socksbad "socks5://alice:wrong@127.0.0.1:$ap"
-timeout 30 "$P" request "$TMP/socksbad.kc" GET $PODS >"$TMP/socksbad.out" 2>&1
-grep -q "DENIED SOCKS5 user alice" "$TMP/aproxy.log" && ! grep -q "status=200" "$TMP/socksbad.out" &&
-    ok "a wrong SOCKS5 password is refused by the proxy and the request fails" ||
-    bad "socks5 wrong password: $(head -2 "$TMP/socksbad.out")"
-pkc httpauth "http://alice:s3cret@127.0.0.1:$ap"
-timeout 30 "$P" request "$TMP/httpauth.kc" GET $PODS >"$TMP/httpauth.out" 2>&1
-expect_eq "an http proxy-url with a user and password: CONNECT with Proxy-Authorization" \
-    "$(grep -oE 'status=[0-9]+' "$TMP/httpauth.out" | head -1) $(grep -c '^CONNECT ' "$TMP/aproxy.log")" \
-    "status=200 1"
-pkc httpnoauth "http://127.0.0.1:$ap"
-timeout 30 "$P" request "$TMP/httpnoauth.kc" GET $PODS >"$TMP/httpnoauth.out" 2>&1
-grep -q "407" "$TMP/httpnoauth.out" && ! grep -q "status=200" "$TMP/httpnoauth.out" &&
-    ok "without the password the proxy's 407 fails the request, named" ||
-    bad "http proxy without auth: $(head -2 "$TMP/httpnoauth.out")"
+# via NAME URL KIND WHAT: a request through proxy-url URL is answered 200 through one more KIND
+# tunnel of the proxy (its log)
+via() {
+    pkc "$1" "$2"
+    before=$(grep -c "^$3 " "$TMP/aproxy.log")
+    timeout 30 "$P" request "$TMP/$1.kc" GET $PODS >"$TMP/$1.out" 2>&1
+    expect_eq "$4" "$(grep -oE 'status=[0-9]+' "$TMP/$1.out" | head -1) \
+$(($(grep -c "^$3 " "$TMP/aproxy.log") - before))" "status=200 1"
+}
+# refused NAME URL PATTERN WHAT: a request through proxy-url URL fails, PATTERN in the proxy's
+# log or the client's output
+refused() {
+    pkc "$1" "$2"
+    timeout 30 "$P" request "$TMP/$1.kc" GET $PODS >"$TMP/$1.out" 2>&1
+    cat "$TMP/aproxy.log" "$TMP/$1.out" | grep -q "$3" && ! grep -q "status=200" "$TMP/$1.out" &&
+        ok "$4" || bad "$4: $(head -2 "$TMP/$1.out")"
+}
+via socks "socks5://alice:s3cret@127.0.0.1:$ap" SOCKS5 \
+    "a socks5 proxy-url with a user and password: through the SOCKS5 proxy, authenticated"
+refused socksbad "socks5://alice:wrong@127.0.0.1:$ap" "DENIED SOCKS5 user alice" \
+    "a wrong SOCKS5 password is refused by the proxy and the request fails"
+via httpauth "http://alice:s3cret@127.0.0.1:$ap" CONNECT \
+    "an http proxy-url with a user and password: CONNECT with Proxy-Authorization"
+refused httpnoauth "http://127.0.0.1:$ap" 407 \
+    "without the password the proxy's 407 fails the request, named"
 
 if command -v kubectl >/dev/null; then
     K() { timeout 60 kubectl --kubeconfig "$1" --cache-dir "$TMP/kcache" get --raw $PODS; }
