@@ -441,8 +441,12 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
     }
     if (c->connect_to)
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
-    if (c->proxy_url) /* else curl reads https_proxy/no_proxy, as client-go does */
+    if (c->proxy_url) { /* else curl reads https_proxy/no_proxy, as client-go does */
         curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
+        /* client-go's proxy-url (http.ProxyURL) carries every request whatever no_proxy says;
+         * curl would still read no_proxy from the environment without this */
+        curl_easy_setopt(e, CURLOPT_NOPROXY, "");
+    }
     if (c->https) {
         if (c->ca_pem) {
             struct curl_blob b = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_NOCOPY};

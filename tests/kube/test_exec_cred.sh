@@ -144,6 +144,13 @@ via httpauth "http://alice:s3cret@127.0.0.1:$ap" CONNECT \
     "an http proxy-url with a user and password: CONNECT with Proxy-Authorization"
 refused httpnoauth "http://127.0.0.1:$ap" 407 \
     "without the password the proxy's 407 fails the request, named"
+# no_proxy naming the server does not turn proxy-url off (client-go's http.ProxyURL ignores it)
+before=$(grep -c "^CONNECT " "$TMP/aproxy.log")
+NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost timeout 30 "$P" request \
+    "$TMP/httpauth.kc" GET $PODS >"$TMP/noproxy.out" 2>&1
+expect_eq "no_proxy naming the server leaves proxy-url in force" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/noproxy.out" | head -1) \
+$(($(grep -c "^CONNECT " "$TMP/aproxy.log") - before))" "status=200 1"
 
 if command -v kubectl >/dev/null; then
     K() { timeout 60 kubectl --kubeconfig "$1" --cache-dir "$TMP/kcache" get --raw $PODS; }
@@ -157,9 +164,11 @@ if command -v kubectl >/dev/null; then
     fi
     for k in socks httpauth; do
         before=$(grep -cE '^(SOCKS5|CONNECT) ' "$TMP/aproxy.log")
-        if K "$TMP/$k.kc" >"$TMP/kubectl-$k.out" 2>&1; then
+        if NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost \
+            K "$TMP/$k.kc" >"$TMP/kubectl-$k.out" 2>&1; then
             after=$(grep -cE '^(SOCKS5|CONNECT) ' "$TMP/aproxy.log")
-            [ "$after" -gt "$before" ] && ok "kubectl takes the same $k proxy-url with its password" ||
+            [ "$after" -gt "$before" ] &&
+                ok "kubectl takes the same $k proxy-url with its password, no_proxy or not" ||
                 bad "kubectl did not go through the $k proxy"
         else
             bad "kubectl with the $k proxy: $(tail -3 "$TMP/kubectl-$k.out")"
