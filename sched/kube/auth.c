@@ -340,10 +340,8 @@ static int proxy_field(struct kcfg *k, yaml_node_t *cluster, const char *field, 
     if (!socks && strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
         return kfail_at(k, map_get(k, cluster, "proxy-url"), SCHED_EINVAL,
                         "%s.proxy-url: the scheme must be http, https or socks5", field);
-    size_t n = strlen(url) + 2;
-    if (!(a->proxy_url = malloc(n)))
+    if (!(a->proxy_url = kube_proxy_norm(url)))
         return kfail(k, SCHED_ENOMEM, "out of memory");
-    snprintf(a->proxy_url, n, "%s%s", socks ? "socks5h://" : "", socks ? url + 9 : url);
     return 0;
 }
 

@@ -441,12 +441,10 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
     }
     if (c->connect_to)
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
-    if (c->proxy_url) { /* else curl reads https_proxy/no_proxy, as client-go does */
-        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
-        /* client-go's proxy-url (http.ProxyURL) carries every request whatever no_proxy says;
-         * curl would still read no_proxy from the environment without this */
-        curl_easy_setopt(e, CURLOPT_NOPROXY, "");
-    }
+    /* the kubeconfig's proxy-url or the environment's, chosen as client-go chooses
+     * (kube_proxy_for), "" none: curl reads neither the environment nor its no_proxy */
+    curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url ? c->proxy_url : "");
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");
     if (c->https) {
         if (c->ca_pem) {
             struct curl_blob b = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_NOCOPY};
@@ -848,6 +846,8 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     c->token_file = dup_or_null(auth->token_file);
     c->exec = auth->exec ? kube_exec_dup(auth->exec) : NULL;
     c->proxy_url = dup_or_null(auth->proxy_url);
+    if (!rc && !auth->proxy_url) /* the environment's, as client-go reads it */
+        rc = kube_proxy_for(auth->server, &c->proxy_url, eb);
     c->exec_expires_ms = auth->exec_expires_ms;
     if (!rc && (!c->user_agent || (auth->ca_file && !c->ca_file) || (auth->ca_pem && !c->ca_pem) ||
                 (auth->cert_file && !c->cert_file) || (auth->cert_pem && !c->cert_pem) ||

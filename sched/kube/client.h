@@ -80,6 +80,15 @@ extern int (*kube_exec_hook)(const struct kube_exec *x, struct kube_exec_cred *c
 struct kube_exec *kube_exec_dup(const struct kube_exec *x); /* NULL out of memory */
 void kube_exec_free(struct kube_exec *x);
 
+/* The proxy a client's requests to `server` take when the kubeconfig names none, as client-go
+ * takes it from the environment (sched/kube/proxy.c): *out a proxy URL as curl takes it
+ * (malloc'd), or NULL to connect directly. 0, or SCHED_EINVAL (server not a URL, a proxy of
+ * another scheme, named by its variable) / SCHED_ENOMEM. */
+int kube_proxy_for(const char *server, char **out, struct sched_errbuf *eb);
+/* A proxy URL as curl takes it (malloc'd, NULL out of memory): socks5:// as socks5h:// (Go's
+ * SOCKS5 dialer has the proxy resolve the server's name), no scheme as http://. */
+char *kube_proxy_norm(const char *url);
+
 /* Where and how to connect; every string owned by the struct. */
 struct kube_auth {
     char *server;            /* "https://host:port" (no trailing slash) */

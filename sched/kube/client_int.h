@@ -74,9 +74,9 @@ struct kube_client {
     struct curl_slist *connect_to;
     char *ca_file, *ca_pem, *cert_file, *cert_pem, *key_file, *key_pem;
     char *token, *token_file;
-    char *proxy_url;                /* kube_auth's, or NULL */
-    struct kube_exec *exec;         /* a credential plugin (client.h), or NULL */
-    int64_t exec_expires_ms;        /* when its credential expires (ms since the epoch; 0: never) */
+    char *proxy_url;         /* kube_auth's, else the environment's (kube_proxy_for); NULL: none */
+    struct kube_exec *exec;  /* a credential plugin (client.h), or NULL */
+    int64_t exec_expires_ms; /* when its credential expires (ms since the epoch; 0: never) */
     struct kube_exec_job *exec_job; /* the plugin running again, or NULL: no request starts */
     bool insecure;
     uint64_t token_read_ms;

@@ -9,7 +9,8 @@
 # runs beside the event loop (a slow one delays no timer), the requests held until it answers. A cluster's
 # proxy-url (tests/kube/connect_proxy.py: HTTP CONNECT and SOCKS5, with or without a password)
 # carries the client's connection and kubectl's, the userinfo's user and password given to the
-# proxy; another scheme is refused naming the field. Environment: BUILD.
+# proxy, whatever no_proxy says; another scheme is refused naming the field; the environment's
+# https_proxy leaves a loopback server direct, for both. Environment: BUILD.
 . tests/kube/lib.inc
 BUILD=${BUILD:-build}
 P=$BUILD/tests/kubeprobe
@@ -103,6 +104,19 @@ timeout 30 "$P" request "$TMP/proxied.kc" GET $PODS >"$TMP/proxied.out" 2>&1
 expect_eq "with proxy-url the request goes through the proxy" \
     "$(grep -oE 'status=[0-9]+' "$TMP/proxied.out" | head -1) $(grep -c CONNECT "$TMP/proxy.log")" \
     "status=200 1"
+# the environment's https_proxy, read as client-go reads it: a loopback server is never proxied
+# (curl alone would), and a proxy the kubeconfig names wins over it
+n=$(grep -c CONNECT "$TMP/proxy.log")
+https_proxy=http://127.0.0.1:1 HTTPS_PROXY=http://127.0.0.1:1 ALL_PROXY=http://127.0.0.1:1 \
+    timeout 30 "$P" request "$TMP/plain.kc" GET $PODS >"$TMP/envproxy.out" 2>&1
+expect_eq "https_proxy set: a loopback server is reached directly, as client-go reaches it" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/envproxy.out" | head -1) $(grep -c CONNECT "$TMP/proxy.log")" \
+    "status=200 $n"
+https_proxy=http://127.0.0.1:1 timeout 30 "$P" request "$TMP/proxied.kc" GET $PODS \
+    >"$TMP/envproxy2.out" 2>&1
+expect_eq "and the kubeconfig's proxy-url wins over it" \
+    "$(grep -oE 'status=[0-9]+' "$TMP/envproxy2.out" | head -1) $(grep -c CONNECT "$TMP/proxy.log")" \
+    "status=200 $((n + 1))"
 sed "s|proxy-url: http|proxy-url: ftp|" "$TMP/proxied.kc" >"$TMP/badproxy.kc"
 timeout 30 "$P" request "$TMP/badproxy.kc" GET $PODS >"$TMP/badproxy.out" 2>&1
 grep -q "clusters\[0\].cluster.proxy-url: the scheme must be http, https or socks5" \
@@ -174,6 +188,12 @@ if command -v kubectl >/dev/null; then
             bad "kubectl with the $k proxy: $(tail -3 "$TMP/kubectl-$k.out")"
         fi
     done
+    if https_proxy=http://127.0.0.1:1 HTTPS_PROXY=http://127.0.0.1:1 \
+        K "$TMP/plain.kc" >"$TMP/kubectl-env.out" 2>&1; then
+        ok "kubectl reaches the loopback server directly with https_proxy set, as gangsched"
+    else
+        bad "kubectl with https_proxy: $(tail -3 "$TMP/kubectl-env.out")"
+    fi
     rm -f "$TMP/runs"
     if timeout 60 kubectl --kubeconfig "$TMP/plain.kc" --cache-dir "$TMP/kcache" \
         get --raw $PODS >"$TMP/kubectl.out" 2>&1; then

@@ -3,7 +3,8 @@
  * Owns: the watch framer (objects split at every byte, strings with braces and escaped quotes,
  * junk between objects, the size limit), base64, kubeconfig loading (inline data, paths relative
  * to the kubeconfig, tokenFile, missing context, bad YAML with file:line:column, missing file,
- * exec plugins and their refusals, a plugin run on the event loop), the in-cluster fallback from a
+ * exec plugins and their refusals, a plugin run on the event loop), the proxy the environment
+ * names as client-go reads it, the in-cluster fallback from a
  * temporary service-account directory, query escaping, MicroTime, and a request to a closed
  * loopback port (retries, then a transport error naming the URL). Network behaviour against a
  * server is in tests/kube/test_client.sh.
@@ -505,6 +506,77 @@ static void exec_on_the_loop(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* kube_proxy_for: the environment read as client-go (Go's httpproxy) reads it. */
+static void expect_proxy(const char *server, const char *want)
+{
+    char *got = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kube_proxy_for(server, &got, &eb), 0);
+    if (want ? !got || strcmp(got, want) : got != NULL)
+        fail_msg("%s: proxy %s, want %s", server, got ? got : "none", want ? want : "none");
+    free(got);
+}
+
+static void clear_proxy_env(void)
+{
+    const char *vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",    "NO_PROXY",
+                          "no_proxy",    "ALL_PROXY",   "all_proxy",  "REQUEST_METHOD"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+}
+
+static void proxy_from_environment(void **state)
+{
+    (void)state;
+    clear_proxy_env();
+    expect_proxy("https://api.example.com", NULL);
+    setenv("ALL_PROXY", "http://all:1", 1); /* Go reads no ALL_PROXY (curl would) */
+    expect_proxy("https://api.example.com", NULL);
+    setenv("https_proxy", "proxy:3128", 1); /* no scheme: http:// */
+    expect_proxy("https://api.example.com:6443", "http://proxy:3128");
+    setenv("HTTPS_PROXY", "socks5://s:1080", 1); /* uppercase first; SOCKS5 resolves the name */
+    expect_proxy("https://api.example.com", "socks5h://s:1080");
+    /* loopback servers are never proxied */
+    expect_proxy("https://127.0.0.1:6443", NULL);
+    expect_proxy("https://127.9.9.9:6443", NULL);
+    expect_proxy("https://localhost:6443", NULL);
+    expect_proxy("https://[::1]:6443", NULL);
+    expect_proxy("https://10.1.2.3", "socks5h://s:1080");
+    /* no_proxy: domains with their subdomains, .domain the subdomains only, IPs, CIDRs, ports */
+    setenv("NO_PROXY", " Example.COM , .corp.internal,10.0.0.0/8,192.168.1.5:6443, fd00::/8", 1);
+    expect_proxy("https://example.com", NULL);
+    expect_proxy("https://API.example.com", NULL);
+    expect_proxy("https://badexample.com", "socks5h://s:1080");
+    expect_proxy("https://k.corp.internal", NULL);
+    expect_proxy("https://corp.internal", "socks5h://s:1080");
+    expect_proxy("https://10.200.0.1", NULL);
+    expect_proxy("https://11.0.0.1", "socks5h://s:1080");
+    expect_proxy("https://192.168.1.5:6443", NULL);
+    expect_proxy("https://192.168.1.5", "socks5h://s:1080"); /* port 443 */
+    expect_proxy("https://[fd00::5]:6443", NULL);
+    setenv("no_proxy", "*", 1); /* NO_PROXY is read first */
+    expect_proxy("https://other.org", "socks5h://s:1080");
+    unsetenv("NO_PROXY");
+    expect_proxy("https://other.org", NULL);
+    unsetenv("no_proxy");
+    /* an http server: HTTP_PROXY or http_proxy, none as a CGI program (httpoxy) */
+    expect_proxy("http://api.example.com", NULL);
+    setenv("HTTP_PROXY", "http://hp:8080", 1);
+    expect_proxy("http://api.example.com", "http://hp:8080");
+    setenv("REQUEST_METHOD", "GET", 1);
+    expect_proxy("http://api.example.com", NULL);
+    unsetenv("REQUEST_METHOD");
+    /* a scheme Go's transport does not take: refused naming the variables */
+    setenv("HTTPS_PROXY", "ftp://f:21", 1);
+    char *got = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kube_proxy_for("https://api.example.com", &got, &eb), SCHED_EINVAL);
+    assert_null(got);
+    assert_non_null(strstr(eb.msg, "environment HTTPS_PROXY / https_proxy"));
+    expect_proxy("https://127.0.0.1", NULL); /* unless not used */
+    clear_proxy_env();
+}
+
 static void kubeconfig_relative_files(void **state)
 {
     (void)state;
@@ -882,6 +954,7 @@ int main(void)
         cmocka_unit_test(kubeconfig_errors),
         cmocka_unit_test(kubeconfig_exec),
         cmocka_unit_test(exec_on_the_loop),
+        cmocka_unit_test(proxy_from_environment),
         cmocka_unit_test(kubeconfig_env_and_in_cluster),
         cmocka_unit_test(kubeconfig_merged_list),
         cmocka_unit_test(text_helpers),
