@@ -351,7 +351,7 @@ static const char *request_why(struct kmig *m, const struct kmig_ctx *cx, const 
         snprintf(tail, left,
                  "no MIG device of a known profile passes deviceclass %s and its "
                  "selectors",
-                 q->alts[0].cls);
+                 q->n_alts && q->alts[0].cls ? q->alts[0].cls : "of the accelerator");
     return buf;
 }
 
@@ -370,7 +370,7 @@ static struct kmig_view *view_make(struct kmig *m, const struct kmig_ctx *cx, co
             v->mig = k && class_mig(m, k);
         }
     char buf[800];
-    const char *why = NULL;
+    const char *why = v->mig ? x->unsupported : NULL; /* refused when read: requests half read */
     for (uint32_t r = 0; v->mig && !why && r < x->n_reqs; r++)
         why = r < KDRA_MAX_REQS ? request_why(m, cx, key, x, r, v, buf, sizeof(buf)) : NULL;
     if (v->mig && !why && x->n_cons)

@@ -252,8 +252,18 @@ static void which_claims_and_profiles(void **state)
     assert_true(kmig_claim(f.m, &f.cx, "ml/none", none, &res, &why));
     assert_null(why);
     assert_int_equal(res->res[0], res_of("nvidia.com/mig-7g.80gb"));
-    struct kclaim *all[] = {one, any, gpu, acc, both, mixed, fa, fw, cons, none};
-    for (int i = 0; i < 10; i++)
+    /* refused when read (a request half read beside a MIG one): that refusal, nothing judged */
+    struct kclaim *half = claim(
+        "half",
+        "{\"requests\":[{\"name\":\"m\",\"exactly\":{\"deviceClassName\":\"mig.nvidia.com\"}},"
+        "{\"name\":\"b\",\"exactly\":{\"deviceClassName\":\"mig.nvidia.com\"},"
+        "\"firstAvailable\":[{\"name\":\"x\",\"deviceClassName\":\"mig.nvidia.com\"}]}]}",
+        "");
+    assert_non_null(half->unsupported);
+    assert_true(kmig_claim(f.m, &f.cx, "ml/half", half, &res, &why));
+    assert_string_equal(why, half->unsupported);
+    struct kclaim *all[] = {one, any, gpu, acc, both, mixed, fa, fw, cons, none, half};
+    for (int i = 0; i < 11; i++)
         kdra_claim_free(all[i]);
     fx_fini(&f);
 }
