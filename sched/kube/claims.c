@@ -877,10 +877,12 @@ static int alt_prefs(struct arena *a, const char **names, const int32_t *score, 
 static bool containers_ask_mig(const struct cluster *cl, const struct kpod *p)
 {
     for (int r = 0; cl->n_dra_mig_nodes && r < RES_MAX; r++) {
+        if (!p->req.v[r] || !dra_res_mig(r))
+            continue;
         int64_t claimed = 0;
         for (uint32_t j = 0; j < p->n_mig; j++)
             claimed += p->mig[j].res == r ? p->mig[j].n : 0;
-        if (p->req.v[r] > claimed && dra_res_mig(r))
+        if (p->req.v[r] > claimed)
             return true;
     }
     return false;

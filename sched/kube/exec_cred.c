@@ -155,27 +155,48 @@ struct outcome {
     int signal;
 };
 
+/* What both ways of running the plugin hand the new process: its environment (plugin_env) and
+ * its argv (the command, then args; strings the kube_exec's). */
+struct launch {
+    char **env, **argv;
+    char *info_var;
+};
+
+static void launch_free(struct launch *l)
+{
+    free(l->env);
+    free(l->argv);
+    free(l->info_var);
+    memset(l, 0, sizeof(*l));
+}
+
+/* false out of memory (l freed). */
+static bool launch_make(const struct kube_exec *x, struct launch *l)
+{
+    char *info_var = NULL;
+    char **env = plugin_env(x, &info_var);
+    *l = (struct launch){
+        .env = env, .info_var = info_var, .argv = calloc(x->n_args + 2, sizeof(*l->argv))};
+    if (!l->env || !l->argv) {
+        launch_free(l);
+        return false;
+    }
+    l->argv[0] = x->command;
+    for (uint32_t i = 0; i < x->n_args; i++)
+        l->argv[i + 1] = x->args[i];
+    return true;
+}
+
 /* The plugin's stdout (NUL-terminated, malloc'd) once it exits, and how it ended; a plugin past
  * EXEC_TIMEOUT_MS is killed. 0, or SCHED_EIO / SCHED_ENOMEM with the reason in eb. */
 static int run(const struct kube_exec *x, char **out, struct outcome *oc, struct sched_errbuf *eb)
 {
     int fds[2];
-    char *info_var = NULL;
-    char **env = plugin_env(x, &info_var);
-    char **argv = calloc(x->n_args + 2, sizeof(*argv));
-    if (!env || !argv) {
-        free(env);
-        free(info_var);
-        free(argv);
+    struct launch l;
+    if (!launch_make(x, &l))
         return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", x->where);
-    }
-    argv[0] = x->command;
-    for (uint32_t i = 0; i < x->n_args; i++)
-        argv[i + 1] = x->args[i];
     if (pipe(fds) != 0) {
-        free(env);
-        free(info_var);
-        free(argv);
+        launch_free(&l);
         return sched_fail(eb, SCHED_EIO, "%s: pipe: %s", x->where, strerror(errno));
     }
     posix_spawn_file_actions_t fa;
@@ -185,12 +206,10 @@ static int run(const struct kube_exec *x, char **out, struct outcome *oc, struct
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addclose(&fa, fds[1]);
     pid_t pid;
-    int rc = strchr(x->command, '/') ? posix_spawn(&pid, x->command, &fa, NULL, argv, env)
-                                     : posix_spawnp(&pid, x->command, &fa, NULL, argv, env);
+    int rc = strchr(x->command, '/') ? posix_spawn(&pid, x->command, &fa, NULL, l.argv, l.env)
+                                     : posix_spawnp(&pid, x->command, &fa, NULL, l.argv, l.env);
     posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    free(info_var);
-    free(argv);
+    launch_free(&l);
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
@@ -482,24 +501,16 @@ int kube_exec_start(uv_loop_t *loop, const struct kube_exec *x, kube_exec_done_f
 {
     *out = NULL;
     struct kube_exec_job *j = calloc(1, sizeof(*j));
-    char *info_var = NULL;
-    char **env = j ? plugin_env(x, &info_var) : NULL;
-    char **argv = calloc(x->n_args + 2, sizeof(*argv));
+    struct launch l = {0};
     if (j)
         j->buf = malloc(j->cap = 4096);
-    if (!j || !env || !argv || !j->buf) {
+    if (!j || !j->buf || !launch_make(x, &l)) {
         if (j)
             free(j->buf);
         free(j);
-        free(env);
-        free(info_var);
-        free(argv);
         return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", x->where);
     }
     j->buf[0] = '\0';
-    argv[0] = x->command;
-    for (uint32_t i = 0; i < x->n_args; i++)
-        argv[i + 1] = x->args[i];
     *j = (struct kube_exec_job){
         .buf = j->buf, .cap = j->cap, .x = x, .fn = fn, .ctx = ctx, .open = 3};
     uv_pipe_init(loop, &j->out, 0);
@@ -511,14 +522,12 @@ int kube_exec_start(uv_loop_t *loop, const struct kube_exec *x, kube_exec_done_f
         {.flags = UV_INHERIT_FD, .data.fd = 2}};
     uv_process_options_t o = {.exit_cb = job_exit,
                               .file = x->command,
-                              .args = argv,
-                              .env = env,
+                              .args = l.argv,
+                              .env = l.env,
                               .stdio_count = 3,
                               .stdio = io};
     int e = uv_spawn(loop, &j->proc, &o);
-    free(env);
-    free(info_var);
-    free(argv);
+    launch_free(&l);
     j->proc.data = j; /* uv_spawn initialized the handle, even when it failed */
     j->spawned = e == 0;
     if (e == 0)
