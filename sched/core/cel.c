@@ -14,6 +14,11 @@
 #define CEL_MAX_LEN  10240 /* Kubernetes' limit on a selector expression */
 #define CEL_MAX_STR  512   /* longest string value built during evaluation */
 #define CEL_MAX_DEEP 64    /* nesting depth */
+/* Nodes one evaluation may visit: Kubernetes' runtime cost limit of a selector
+ * (CELSelectorExpressionMaxCost, cel-go cost units; here one unit per node evaluated). The
+ * longest expression evaluates each of its few thousand nodes once, so only a defect can reach
+ * it; it bounds the time a device's selector takes whatever the expression. */
+#define CEL_MAX_COST 1000000u
 
 enum node_kind { N_LIT, N_DEVICE, N_MEMBER, N_INDEX, N_CALL, N_NOT, N_NEG, N_BIN, N_HAS };
 
@@ -430,6 +435,7 @@ struct val {
 struct ev {
     const struct cel_device *d;
     struct sched_errbuf *eb;
+    uint64_t cost; /* nodes evaluated so far (CEL_MAX_COST at most) */
 };
 
 static const char *const vnames[] = {"bool",   "int", "string", "version", "quantity",
@@ -658,6 +664,8 @@ static int compare(struct ev *e, const struct node *n, struct val *v)
 static int eval(struct ev *e, const struct node *n, struct val *v)
 {
     int rc;
+    if (++e->cost > CEL_MAX_COST) /* as cel-go's CostLimit: the evaluation is refused */
+        return err(e, n, "operation cancelled: actual cost limit exceeded");
     switch (n->kind) {
     case N_LIT:
         v->k = n->lt == CEL_BOOL ? V_BOOL : n->lt == CEL_INT ? V_INT : V_STR;
@@ -718,13 +726,20 @@ static int eval(struct ev *e, const struct node *n, struct val *v)
                 *v = l;
                 return 0;
             }
+            /* when the left side failed, its message stays in e->eb: the right side's goes
+             * elsewhere (evaluating the left again to restore it doubled the work per level:
+             * exponential in the nesting of such operators) */
+            struct sched_errbuf keep, *eb = e->eb;
+            if (lrc && eb)
+                e->eb = &keep;
             int rrc = eval(e, n->b2, &r);
+            e->eb = eb;
             if (rrc == 0 && r.k == V_BOOL && r.b == decide) {
                 *v = r;
                 return 0;
             }
             if (lrc || rrc)
-                return lrc ? (eval(e, n->a, &l), lrc) : rrc;
+                return lrc ? lrc : rrc;
             if (l.k != V_BOOL || r.k != V_BOOL)
                 return err(e, n, "no matching overload for '%s' (operands must be bool)", n->op);
             v->k = V_BOOL;

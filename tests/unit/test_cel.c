@@ -10,6 +10,7 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <stdio.h>
 #include <string.h>
 
 #include "sched/core/cel.h"
@@ -119,12 +120,38 @@ static void unsupported_is_a_clear_error(void **state)
     assert_int_equal(run("", m), -2);
 }
 
+/* A selector listing many alternatives, none of whose attributes the device has (another
+ * driver's device, or one of NVIDIA's MIG devices without productName): each `||` sees two
+ * errors and gives the left one, as CEL does. An evaluator that evaluated the left side again to
+ * give its message did 2^40 evaluations here and ran into the cost limit (1,000,000 nodes). */
+static void many_failing_alternatives_evaluate_once(void **state)
+{
+    (void)state;
+    char expr[4096] = "", m[SCHED_ERRBUF];
+    for (int k = 0; k < 40; k++) {
+        char term[96];
+        snprintf(term, sizeof(term), "%sdevice.attributes['gpu.nvidia.com'].productName%d == 'x'",
+                 k ? " || " : "", k);
+        strcat(expr, term);
+    }
+    assert_int_equal(run(expr, m), -1);
+    assert_non_null(strstr(m, "column 36: no such key: productName0"));
+    /* && alike; and a decided side still absorbs the errors */
+    for (char *x = strstr(expr, "||"); x; x = strstr(x, "||"))
+        x[0] = x[1] = '&';
+    assert_int_equal(run(expr, m), -1);
+    assert_non_null(strstr(m, "no such key: productName0"));
+    strcat(expr, " && false");
+    assert_int_equal(run(expr, m), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nvidia_expressions),
         cmocka_unit_test(kubernetes_semantics),
         cmocka_unit_test(unsupported_is_a_clear_error),
+        cmocka_unit_test(many_failing_alternatives_evaluate_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
