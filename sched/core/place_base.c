@@ -12,6 +12,13 @@
 
 /* ---- layout ------------------------------------------------------------------------------- */
 
+/* Every array starts on a cache line (bytes): a node's free resources (struct res_vec, 256
+ * bytes) then span whole lines, so reading its first counts costs one line whatever the size of
+ * the structures before them (a 16-byte alignment made the same one-GPU gangs' cycle on
+ * hgx:50000 vary by 2.5x with an 8-byte field added to struct place_base: two lines per node
+ * read). */
+#define PB_ALIGN 64
+
 struct carve {
     char *at; /* NULL while sizing */
     size_t used;
@@ -20,7 +27,7 @@ struct carve {
 static void *carve(struct carve *cv, size_t n, size_t size)
 {
     size_t bytes = (n ? n : 1) * size;
-    cv->used = (cv->used + 15) & ~(size_t)15;
+    cv->used = (cv->used + PB_ALIGN - 1) & ~(size_t)(PB_ALIGN - 1);
     void *p = cv->at ? cv->at + cv->used : NULL;
     cv->used += bytes;
     return p;
@@ -143,14 +150,14 @@ static struct place_base *base_make(const struct cluster *c, struct arena *a)
         tmp.words = 1;
     struct carve cv = {NULL, 0};
     layout(&tmp, &cv);
-    size_t size = sizeof(struct place_base) + 16 + cv.used;
+    size_t size = sizeof(struct place_base) + PB_ALIGN + cv.used;
     char *block = a ? arena_alloc(a, size) : malloc(size);
     if (!block)
         return NULL;
     struct place_base *b = (struct place_base *)(void *)block;
     *b = tmp;
     b->owned = a == NULL;
-    cv.at = (char *)(((uintptr_t)(block + sizeof(*b)) + 15) & ~(uintptr_t)15);
+    cv.at = (char *)(((uintptr_t)(block + sizeof(*b)) + PB_ALIGN - 1) & ~(uintptr_t)(PB_ALIGN - 1));
     cv.used = 0;
     layout(b, &cv);
     zero_arrays(b);
