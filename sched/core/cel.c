@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/cel_re.h"
 #include "sched/core/quantity.h"
 
 #define CEL_MAX_LEN  10240 /* Kubernetes' limit on a selector expression */
@@ -32,6 +33,7 @@ struct node {
     int64_t i;
     char *s;
     struct node *a, *b2, *c; /* operands: member/index/call receiver a, index or args b2, c */
+    regex_t *re;             /* N_CALL matches() of a literal pattern: compiled once */
 };
 
 struct cel_prog {
@@ -75,6 +77,9 @@ static void node_free(struct node *n)
     node_free(n->c);
     free(n->name);
     free(n->s);
+    if (n->re)
+        regfree(n->re);
+    free(n->re);
     free(n);
 }
 
@@ -122,15 +127,19 @@ static char *ident(struct parser *ps)
 
 static struct node *expr(struct parser *ps);
 
+/* 'x' or "x" (escapes \\ \' \" \n \t), or a raw string r'x' / R"x" (no escapes: how
+ * regular expressions are usually written). Triple-quoted strings are not read. */
 static struct node *string_lit(struct parser *ps)
 {
     int col = col_of(ps);
+    bool raw = *ps->p == 'r' || *ps->p == 'R';
+    ps->p += raw;
     char q = *ps->p++;
     char buf[CEL_MAX_STR];
     size_t n = 0;
     while (*ps->p && *ps->p != q) {
         char ch = *ps->p++;
-        if (ch == '\\') {
+        if (ch == '\\' && !raw) {
             if (!*ps->p)
                 break; /* a backslash at the end: unterminated, never read past the NUL */
             ch = *ps->p++;
@@ -191,7 +200,8 @@ static struct node *primary(struct parser *ps)
 {
     skip(ps);
     int col = col_of(ps);
-    if (*ps->p == '"' || *ps->p == '\'')
+    if (*ps->p == '"' || *ps->p == '\'' ||
+        ((*ps->p == 'r' || *ps->p == 'R') && (ps->p[1] == '"' || ps->p[1] == '\'')))
         return string_lit(ps);
     if (isdigit((unsigned char)*ps->p)) {
         char *end;
@@ -250,6 +260,24 @@ static const char *const methods[] = {
     "lowerAscii", "upperAscii", "startsWith", "endsWith", "contains", "matches", "isGreaterThan",
     "isLessThan", "compareTo",  "asInteger",  "major",    "minor",    "patch",   NULL};
 
+/* matches() with a literal pattern: compiled with the expression (as cel-go compiles constant
+ * patterns), so that a bad one is a compile error and a good one is compiled once. */
+static bool literal_regex(struct parser *ps, struct node *m)
+{
+    if (strcmp(m->name, "matches") != 0 || !m->b2 || m->b2->kind != N_LIT || m->b2->lt != CEL_STR)
+        return true;
+    struct sched_errbuf eb;
+    m->re = malloc(sizeof(*m->re));
+    int rc = m->re ? cel_re_compile(m->b2->s, m->re, &eb) : SCHED_ENOMEM;
+    if (rc == 0)
+        return true;
+    free(m->re);
+    m->re = NULL;
+    fail(ps, m->b2->col, "matches(): \"%s\": %s", m->b2->s,
+         rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
+    return false;
+}
+
 static struct node *postfix(struct parser *ps)
 {
     struct node *n = primary(ps);
@@ -301,7 +329,7 @@ static struct node *postfix(struct parser *ps)
             m->name = id;
             m->a = n;
             n = m;
-            if (call && !args(ps, m, 1)) {
+            if (call && (!args(ps, m, 1) || !literal_regex(ps, m))) {
                 node_free(n);
                 return NULL;
             }
@@ -593,10 +621,13 @@ static int call(struct ev *e, const struct node *n, struct val *v)
             v->b = lr >= la && strcmp(r.s + lr - la, a.s) == 0;
         else if (strcmp(m, "contains") == 0)
             v->b = strstr(r.s, a.s) != NULL;
-        else if (strcmp(m, "matches") == 0) {
+        else if (strcmp(m, "matches") == 0 && n->re) {
+            v->b = regexec(n->re, r.s, 0, NULL, 0) == 0;
+        } else if (strcmp(m, "matches") == 0) { /* a pattern made by the expression */
             regex_t re;
-            if (regcomp(&re, a.s, REG_EXTENDED | REG_NOSUB) != 0)
-                return err(e, n, "matches(): \"%s\" is not a regular expression", a.s);
+            struct sched_errbuf rb;
+            if (cel_re_compile(a.s, &re, &rb) != 0)
+                return err(e, n, "matches(): \"%s\": %s", a.s, rb.msg);
             v->b = regexec(&re, r.s, 0, NULL, 0) == 0;
             regfree(&re);
         } else

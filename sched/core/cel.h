@@ -3,14 +3,15 @@
  *
  * Owns: parsing and evaluating these expressions, with an error naming the column for anything
  * outside the subset (never a silent wrong answer):
- *   literals: "str" 'str', integers, true, false; ( ) grouping
+ *   literals: "str" 'str' (escapes \\ \' \" \n \t), raw r"str" r'str', integers, true,
+ *     false; ( ) grouping
  *   device.driver; device.attributes["domain"].name and device.capacity["domain"].name (also
  *     ['domain'] and .name after the index); an attribute is a string, int, bool or version
  *     (semver), a capacity a quantity
  *   == != on equal types; < <= > >= on ints and strings; && || ! (short-circuit, like CEL)
  *   has(device.attributes["d"].name), has(device.capacity["d"].name)
  *   string: .lowerAscii(), .upperAscii(), .startsWith(s), .endsWith(s), .contains(s),
- *     .matches(re) (POSIX extended regular expressions: RE2's common subset)
+ *     .matches(re) (RE2 syntax as cel-go reads it, run on POSIX regexec: sched/core/cel_re.h)
  *   quantity("40Gi"), q.isGreaterThan(q), q.isLessThan(q), q.compareTo(q), q.asInteger()
  *   semver("1.2.3"), v.isGreaterThan(v), v.isLessThan(v), v.compareTo(v), v.major(),
  *     v.minor(), v.patch()

@@ -120,6 +120,81 @@ static void unsupported_is_a_clear_error(void **state)
     assert_int_equal(run("", m), -2);
 }
 
+/* matches() reads RE2 syntax as cel-go does (Go's regexp), not POSIX's: "\\d" is a digit
+ * (POSIX ERE read it as the letter d, so "H\\d+" matched "Hddd" and not "H100"), and what RE2
+ * refuses or POSIX cannot express is a compile error naming the pattern. */
+static void matches_reads_re2_syntax(void **state)
+{
+    (void)state;
+    char m[SCHED_ERRBUF];
+#define PN "device.attributes['gpu.nvidia.com'].productName" /* "NVIDIA H100 80GB HBM3" */
+    static const struct {
+        const char *re; /* as written in the expression (a raw string) */
+        int want;
+    } cases[] = {
+        {"^NVIDIA H\\d+ \\d+GB", 1},
+        {"^NVIDIA H\\d+$", 0},
+        {"H\\d{3}\\s\\d{2}GB", 1},
+        {"[\\d.]+GB", 1},
+        {"\\bH100\\b", 1},
+        {"(?i)^nvidia h100", 1},
+        {"^nvidia h100", 0},
+        {"(?:A100|H100) \\d+GB", 1},
+        {"(?P<gen>H|B)\\d+", 1},
+        {"NVIDIA.*?HBM", 1},
+        {"\\QH100 80GB\\E", 1},
+        {"\\Q.*\\E", 0},
+        {"\\x48100", 1},
+        {"\\w+ \\W?H", 1},
+        {"\\AN.*3\\z", 1},
+        {"[^\\]a-z]+", 1},
+        {"HBM[[:digit:]]$", 1},
+        {"HBM[[:word:]]$", 1},
+        {"[-^]", 0},
+        {"a{", 0},
+        {"\\D\\S", 1},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char expr[256];
+        snprintf(expr, sizeof(expr), PN ".matches(r'%s')", cases[k].re);
+        int got = run(expr, m);
+        if (got != cases[k].want)
+            fail_msg("%s: %d, want %d (%s)", expr, got, cases[k].want, m);
+    }
+    /* a pattern RE2 refuses, or that POSIX cannot say, is refused when compiled */
+    static const struct {
+        const char *re, *why;
+    } refused[] = {
+        {"(a*)*\\1", "backreferences (\\1) are not supported"},
+        {"H(?=100)", "lookarounds"},
+        {"\\pL", "Unicode classes"},
+        {"[\\D]", "negated classes (\\D) inside brackets"},
+        {"a**", "invalid nested repetition operator: *"},
+        {"*a", "missing argument to repetition operator"},
+        {"a{1001}", "invalid repeat count"},
+        {"(?s).", "flags other than a leading (?i)"},
+        {"a(?i)b", "flags other than a leading (?i)"},
+        {"(ab", "missing closing )"},
+        {"ab)", "unexpected )"},
+        {"[ab", "missing closing ]"},
+        {"[z-a]", "invalid character class range"},
+        {"\\e", "invalid escape sequence \\e"},
+        {"\\x{e9}", "outside ASCII"},
+    };
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        char expr[256];
+        snprintf(expr, sizeof(expr), PN ".matches(r'%s')", refused[k].re);
+        if (run(expr, m) != -2 || !strstr(m, refused[k].why) || !strstr(m, "matches()"))
+            fail_msg("%s: want a compile error with \"%s\", got \"%s\"", expr, refused[k].why, m);
+    }
+    /* a pattern the expression makes is compiled when evaluated */
+    assert_int_equal(run(PN ".matches(" PN ".upperAscii())", m), 1);
+    assert_int_equal(run(PN ".matches(" PN ".lowerAscii())", m), 0);
+    /* quoted strings: '\\\\d' is the two characters \d, as in CEL */
+    assert_int_equal(run(PN ".matches('H\\\\d+ ')", m), 1);
+#undef PN
+}
+
 /* A selector listing many alternatives, none of whose attributes the device has (another
  * driver's device, or one of NVIDIA's MIG devices without productName): each `||` sees two
  * errors and gives the left one, as CEL does. An evaluator that evaluated the left side again to
@@ -152,6 +227,7 @@ int main(void)
         cmocka_unit_test(kubernetes_semantics),
         cmocka_unit_test(unsupported_is_a_clear_error),
         cmocka_unit_test(many_failing_alternatives_evaluate_once),
+        cmocka_unit_test(matches_reads_re2_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
