@@ -299,7 +299,8 @@ fuzz:
 	for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  clang $(FUZZ_FLAGS) -o build/fuzz/$$n $$f $(LIB_SRC) $(LDLIBS) || exit 1; \
 	  mkdir -p build/fuzz/$$n.corpus; \
-	  build/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} build/fuzz/$$n.corpus tests/fuzz/corpus/$${n#fuzz_} || exit 1; \
+	  build/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} -timeout=$${FUZZ_TIMEOUT:-5} \
+	    -artifact_prefix=build/fuzz/$$n- build/fuzz/$$n.corpus tests/fuzz/corpus/$${n#fuzz_} || exit 1; \
 	done
 
 clean:
