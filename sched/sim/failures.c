@@ -304,9 +304,11 @@ int sim_outages_read(const char *path, const struct cluster *c, struct sim_outag
         else if (e1 == c1 + 1 || *e1 || !(down >= 0) || down > 1e12)
             rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'down': not a time in seconds", path,
                             lineno);
-        else if (e2 == c2 + 1 || *e2 || !(up > down) || up > 1e12)
-            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'up': not a time after 'down'", path,
-                            lineno);
+        else if (e2 == c2 + 1 || *e2 || !(up > down) || up > 1e12 ||
+                 (int64_t)(up * 1000.0) <= (int64_t)(down * 1000.0)) /* the clock's unit: ms */
+            rc = sched_fail(eb, SCHED_EINVAL,
+                            "%s:%u: column 'up': not a time after 'down' (to the millisecond)",
+                            path, lineno);
         if (rc != 0)
             break;
         if (*n == cap) {

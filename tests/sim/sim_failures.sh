@@ -125,6 +125,11 @@ expect_fail "failures and --db" 2 "cannot be combined with --db" -- \
 printf 'node,down,up\nnope,1,2\n' >"$TMP/bad.csv"
 expect_fail "outage of an unknown node" 1 "bad.csv:2: column 'node'" -- \
     "$GS" simulate --no-progress --outages "$TMP/bad.csv"
+# the clock counts milliseconds: an outage ending within the millisecond it starts is refused
+# (it was read as one that ends when it starts; found by the fuzzer)
+printf 'node,down,up\nhgx-0000,100,100.0004\n' >"$TMP/bad.csv"
+expect_fail "outage shorter than a millisecond" 1 "bad.csv:2: column 'up': not a time after 'down' (to the millisecond)" -- \
+    "$GS" simulate --no-progress --outages "$TMP/bad.csv"
 # the retry delay doubles up to the queue's lifecycle.backoffMax (config.md): 600 s, 1200 s,
 # 2400 s by default (1h), 600 s, 900 s, 900 s under 15m
 printf 'job_id,submission_time,duration,num_gpu\nj,0,100,1\n' >"$TMP/bk.csv"
