@@ -127,8 +127,9 @@ static char *ident(struct parser *ps)
 
 static struct node *expr(struct parser *ps);
 
-/* 'x' or "x" (escapes \\ \' \" \n \t), or a raw string r'x' / R"x" (no escapes: how
- * regular expressions are usually written). Triple-quoted strings are not read. */
+/* 'x' or "x" (CEL's one-character escapes: \a \b \f \n \r \t \v \\ \' \" \` \?), or a raw string
+ * r'x' / R"x" (no escapes: how regular expressions are usually written). Triple-quoted strings are
+ * not read. */
 static struct node *string_lit(struct parser *ps)
 {
     int col = col_of(ps);
@@ -142,13 +143,12 @@ static struct node *string_lit(struct parser *ps)
         if (ch == '\\' && !raw) {
             if (!*ps->p)
                 break; /* a backslash at the end: unterminated, never read past the NUL */
+            static const char esc[] = "a\ab\bf\fn\nr\rt\tv\v\\\\''\"\"``??"; /* CEL's */
             ch = *ps->p++;
-            if (ch == 'n')
-                ch = '\n';
-            else if (ch == 't')
-                ch = '\t';
-            else if (ch != '\\' && ch != '\'' && ch != '"')
+            const char *k = ch ? strchr(esc, ch) : NULL;
+            if (!k || (k - esc) % 2 != 0)
                 return fail(ps, col, "string escape \\%s is not supported", (char[]){ch, 0});
+            ch = k[1];
         }
         if (n + 1 >= sizeof(buf))
             return fail(ps, col, "string literal longer than %s characters", "511");

@@ -3,8 +3,8 @@
  *
  * Owns: parsing and evaluating these expressions, with an error naming the column for anything
  * outside the subset (never a silent wrong answer):
- *   literals: "str" 'str' (escapes \\ \' \" \n \t), raw r"str" r'str', integers, true,
- *     false; ( ) grouping
+ *   literals: "str" 'str' (CEL's one-character escapes; not \x \u \U or octal), raw r"str"
+ *     r'str', integers, true, false; ( ) grouping
  *   device.driver; device.attributes["domain"].name and device.capacity["domain"].name (also
  *     ['domain'] and .name after the index); an attribute is a string, int, bool or version
  *     (semver), a capacity a quantity

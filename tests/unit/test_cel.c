@@ -98,6 +98,10 @@ static void kubernetes_semantics(void **state)
     assert_int_equal(run("semver('1.2.3-rc1').isLessThan(semver('1.2.3'))", m), 1);
     assert_int_equal(run("device.driver", m), -1);
     assert_non_null(strstr(m, "not a bool"));
+    /* CEL's one-character string escapes; a raw string keeps its backslashes */
+    assert_int_equal(run("'a\\rb' != 'a\\nb' && '\\?\\`' == '?`' && r'a\\n' != 'a\\n'", m), 1);
+    assert_int_equal(run("'\\d' == 'd'", m), -2);
+    assert_non_null(strstr(m, "string escape \\d is not supported"));
 }
 
 static void unsupported_is_a_clear_error(void **state)
