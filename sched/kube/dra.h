@@ -168,8 +168,9 @@ cJSON *kdra_ext_pod_status(const char *claim, cJSON *mappings);
 cJSON *kdra_claim_unprotect(void);
 
 /* Whether every selector of every request accepts the device, its class's first (classes: name
- * -> struct kdra_class; a class not there accepts nothing). An evaluation error does not accept,
- * as in kube-scheduler: the device is not chosen. */
+ * -> struct kdra_class; a class not there accepts nothing). An evaluation error does not accept:
+ * the device is not chosen (kube-scheduler's allocator instead stops allocating the claim with
+ * "selector #i: CEL runtime error"). */
 bool kdra_claim_matches(const struct kclaim *c, const struct strmap *classes,
                         const struct cel_device *d);
 /* Whether alternative x's class (NULL: the accelerator's) and its own selectors accept d. */
