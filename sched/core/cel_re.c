@@ -153,6 +153,18 @@ static void set_word(struct set *s)
     s->has['_'] = true;
 }
 
+/* RE2's Perl class \d, \s or \w (lower case e) into s: ASCII digits, space characters, word
+ * characters; outside brackets and inside them alike. */
+static void set_perl(struct set *s, char e)
+{
+    if (e == 'd')
+        set_range(s, '0', '9');
+    else if (e == 's')
+        set_chars(s, S_SPACE);
+    else
+        set_word(s);
+}
+
 /* [:name:] at t->p (after its '['), RE2's POSIX classes. */
 static int set_class(struct tr *t, struct set *s)
 {
@@ -189,12 +201,7 @@ static int set_member(struct tr *t, struct set *s, char *c)
     t->p++;
     char e = *t->p;
     if (e == 'd' || e == 's' || e == 'w') {
-        if (e == 'd')
-            set_range(s, '0', '9');
-        else if (e == 's')
-            set_chars(s, S_SPACE);
-        else
-            set_word(s);
+        set_perl(s, e);
         t->p++;
         return 0;
     }
@@ -303,20 +310,20 @@ static int bracket(struct tr *t)
 /* An escape outside brackets, t->p after the backslash. */
 static int escape(struct tr *t)
 {
-    static const char *const perl[] = {"d[0-9]",
-                                       "D[^0-9]",
-                                       "s[" S_SPACE "]",
-                                       "S[^" S_SPACE "]",
-                                       "w[0-9A-Z_a-z]",
-                                       "W[^0-9A-Z_a-z]",
-                                       "A^",
-                                       "z$",
-                                       "b\\b",
-                                       "B\\B"};
+    static const char *const anchors[] = {"A^", "z$", "b\\b", "B\\B"};
     char e = *t->p;
-    for (size_t k = 0; k < sizeof(perl) / sizeof(perl[0]); k++)
-        if (e && perl[k][0] == e) {
-            put(t, perl[k] + 1);
+    if (e && strchr("dDsSwW", e)) { /* the class's bracket expression, or its negation */
+        struct set s;
+        memset(&s, 0, sizeof(s));
+        set_perl(&s, (char)tolower((unsigned char)e));
+        set_write(t, &s, isupper((unsigned char)e));
+        t->p++;
+        t->atom = true;
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof(anchors) / sizeof(anchors[0]); k++)
+        if (e && anchors[k][0] == e) {
+            put(t, anchors[k] + 1);
             t->p++;
             t->atom = e != 'A' && e != 'z';
             return 0;
